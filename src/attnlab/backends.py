@@ -1,0 +1,86 @@
+"""Choosing how attention is computed: one dispatcher for every module.
+
+Modules project their inputs, then call [`attend`][attnlab.attend] with the name of a
+backend. Every backend has the semantics of
+[`scaled_dot_product_attention`][attnlab.scaled_dot_product_attention]:
+
+* ``"explicit"``: the package's step-by-step computation (materialises the
+  ``(L, S)`` weights; the one to read);
+* ``"torch"``: ``torch.nn.functional.scaled_dot_product_attention``, PyTorch's fused
+  kernels (the fastest, and the modules' default).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+import torch.nn.functional as F
+from torch import Tensor
+
+from ._validation import check_attention_args
+from .functional import scaled_dot_product_attention
+
+__all__ = ["BACKENDS", "Backend", "attend", "check_backend"]
+
+Backend = Literal["explicit", "torch"]
+"""Names of the attention backends."""
+
+BACKENDS: tuple[str, ...] = get_args(Backend)
+"""Every backend name, in the order the docs list them."""
+
+
+def check_backend(backend: object) -> Backend:
+    """Return ``backend`` if it names a backend, else raise ``ValueError``."""
+    if backend not in BACKENDS:
+        raise ValueError(
+            f"backend must be one of {', '.join(map(repr, BACKENDS))}; got {backend!r}"
+        )
+    return backend  # type: ignore[return-value]
+
+
+def attend(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    backend: Backend = "torch",
+) -> Tensor:
+    """Scaled dot-product attention computed by the chosen backend.
+
+    Args:
+        query: Query vectors.
+        key: Key vectors.
+        value: Value vectors.
+        attn_mask: Optional mask broadcastable to ``(N, ..., L, S)``: bool (``True`` =
+            may attend) or float (added to the scaled scores).
+        dropout_p: Dropout probability on the attention weights, applied whenever
+            positive.
+        is_causal: Causal masking, aligned top-left; not together with ``attn_mask``.
+        scale: Multiplier of the scores; defaults to ``1 / sqrt(E)``.
+        backend: ``"explicit"`` or ``"torch"``.
+
+    Returns:
+        The attention output.
+
+    Shape:
+        query: ``(N, ..., L, E)``; key: ``(N, ..., S, E)``; value: ``(N, ..., S, Ev)``;
+        output: ``(N, ..., L, Ev)``.
+    """
+    check_backend(backend)
+    if backend == "explicit":
+        return scaled_dot_product_attention(
+            query, key, value, attn_mask, dropout_p, is_causal, scale
+        )
+    check_attention_args(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    return F.scaled_dot_product_attention(
+        query,
+        key,
+        value,
+        attn_mask=attn_mask,
+        dropout_p=dropout_p,
+        is_causal=is_causal,
+        scale=scale,
+    )

@@ -1,0 +1,193 @@
+"""The worked inputs of the source tutorials, so a code block starts from one import.
+
+Every function returns fresh tensors (no shared state between code blocks), and
+seeded ones leave the global random state untouched.
+
+Example:
+    >>> from attnlab import examples
+    >>> sentence = examples.your_journey()
+    >>> sentence.inputs.shape
+    torch.Size([6, 3])
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+__all__ = [
+    "EmbeddedSentence",
+    "IllustratedExample",
+    "Sentence",
+    "build_vocab",
+    "dream_big",
+    "illustrated",
+    "life_is_short",
+    "tokenize",
+    "your_journey",
+]
+
+
+class Sentence(NamedTuple):
+    """A sentence with one hand-made embedding per word.
+
+    Attributes:
+        words: The tokens, in order.
+        inputs: One row per token, shape ``(T, d_in)``.
+    """
+
+    words: tuple[str, ...]
+    inputs: Tensor
+
+
+class EmbeddedSentence(NamedTuple):
+    """A sentence turned into vectors by a seeded ``nn.Embedding``.
+
+    Attributes:
+        text: The raw sentence.
+        words: Its tokens (punctuation removed), in order.
+        vocab: Token to id, ids assigned in sorted order of the tokens.
+        token_ids: The sentence as ids, shape ``(T,)``.
+        embedding: The seeded embedding layer, ``nn.Embedding(len(vocab), d)``.
+        inputs: The embedded sentence, detached, shape ``(T, d)``.
+    """
+
+    text: str
+    words: tuple[str, ...]
+    vocab: dict[str, int]
+    token_ids: Tensor
+    embedding: nn.Embedding
+    inputs: Tensor
+
+
+class IllustratedExample(NamedTuple):
+    """The three 4-d inputs and integer weights of the illustrated walkthrough.
+
+    The weights multiply from the right (``inputs @ W_key``), so each is
+    ``(d_in, d_out) = (4, 3)``.
+
+    Attributes:
+        words: Names of the inputs.
+        inputs: Shape ``(3, 4)``.
+        W_key: Shape ``(4, 3)``.
+        W_query: Shape ``(4, 3)``.
+        W_value: Shape ``(4, 3)``.
+    """
+
+    words: tuple[str, ...]
+    inputs: Tensor
+    W_key: Tensor
+    W_query: Tensor
+    W_value: Tensor
+
+
+def your_journey() -> Sentence:
+    """The sentence "Your journey starts with one step": six hand-made 3-d embeddings.
+
+    Returns:
+        The sentence; ``inputs`` has shape ``(6, 3)``.
+    """
+    inputs = torch.tensor(
+        [
+            [0.43, 0.15, 0.89],  # Your     (x^(1))
+            [0.55, 0.87, 0.66],  # journey  (x^(2))
+            [0.57, 0.85, 0.64],  # starts   (x^(3))
+            [0.22, 0.58, 0.33],  # with     (x^(4))
+            [0.77, 0.25, 0.10],  # one      (x^(5))
+            [0.05, 0.80, 0.55],  # step     (x^(6))
+        ]
+    )
+    return Sentence(("Your", "journey", "starts", "with", "one", "step"), inputs)
+
+
+def dream_big() -> Sentence:
+    """The sentence "Dream big and work for it": six hand-made 3-d embeddings.
+
+    Returns:
+        The sentence; ``inputs`` has shape ``(6, 3)``.
+    """
+    inputs = torch.tensor(
+        [
+            [0.72, 0.45, 0.31],  # Dream  (x^(1))
+            [0.75, 0.20, 0.55],  # big    (x^(2))
+            [0.30, 0.80, 0.40],  # and    (x^(3))
+            [0.85, 0.35, 0.60],  # work   (x^(4))
+            [0.55, 0.15, 0.75],  # for    (x^(5))
+            [0.25, 0.20, 0.85],  # it     (x^(6))
+        ]
+    )
+    return Sentence(("Dream", "big", "and", "work", "for", "it"), inputs)
+
+
+def build_vocab(text: str) -> dict[str, int]:
+    """Map each distinct token of ``text`` to an id, in sorted token order.
+
+    Tokens are the text's words with commas removed; sorting is by code point, so
+    capitalised words come first.
+
+    Args:
+        text: A sentence.
+
+    Returns:
+        A dict from token to id ``0, 1, ...``.
+    """
+    return {token: i for i, token in enumerate(sorted(set(text.replace(",", "").split())))}
+
+
+def tokenize(text: str, vocab: dict[str, int]) -> Tensor:
+    """Turn ``text`` into a tensor of token ids.
+
+    Args:
+        text: A sentence.
+        vocab: Token to id, as from [`build_vocab`][attnlab.examples.build_vocab].
+
+    Returns:
+        Token ids, shape ``(T,)``.
+
+    Raises:
+        ValueError: A token of ``text`` is not in ``vocab``.
+    """
+    tokens = text.replace(",", "").split()
+    unknown = [token for token in tokens if token not in vocab]
+    if unknown:
+        raise ValueError(f"text has tokens missing from vocab: {unknown}")
+    return torch.tensor([vocab[token] for token in tokens])
+
+
+def life_is_short(embed_dim: int = 16, seed: int = 123) -> EmbeddedSentence:
+    """The sentence "Life is short, eat dessert first", embedded by a seeded ``nn.Embedding``.
+
+    Reproduces ``torch.manual_seed(seed); nn.Embedding(6, embed_dim)`` without
+    touching the global random state.
+
+    Args:
+        embed_dim: Width ``d`` of each token vector.
+        seed: Seed for the embedding's initial weights.
+
+    Returns:
+        The embedded sentence; ``inputs`` has shape ``(6, embed_dim)``.
+    """
+    text = "Life is short, eat dessert first"
+    vocab = build_vocab(text)
+    token_ids = tokenize(text, vocab)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        embedding = nn.Embedding(len(vocab), embed_dim)
+    inputs = embedding(token_ids).detach()
+    words = tuple(text.replace(",", "").split())
+    return EmbeddedSentence(text, words, vocab, token_ids, embedding, inputs)
+
+
+def illustrated() -> IllustratedExample:
+    """The illustrated walkthrough's three inputs and integer weight matrices.
+
+    Returns:
+        Inputs ``(3, 4)`` and weights ``(4, 3)``, all float32.
+    """
+    inputs = torch.tensor([[1, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]], dtype=torch.float32)
+    W_key = torch.tensor([[0, 0, 1], [1, 1, 0], [0, 1, 0], [1, 1, 0]], dtype=torch.float32)
+    W_query = torch.tensor([[1, 0, 1], [1, 0, 0], [0, 0, 1], [0, 1, 1]], dtype=torch.float32)
+    W_value = torch.tensor([[0, 2, 0], [0, 3, 0], [1, 0, 3], [1, 1, 0]], dtype=torch.float32)
+    return IllustratedExample(("Input 1", "Input 2", "Input 3"), inputs, W_key, W_query, W_value)

@@ -1,0 +1,304 @@
+"""Functional attention: each piece of the math, once.
+
+Shape legend (the same as PyTorch's ``scaled_dot_product_attention``):
+
+* ``query``: ``(N, ..., L, E)``, with ``L`` query positions of width ``E``;
+* ``key``: ``(N, ..., S, E)``, with ``S`` key positions;
+* ``value``: ``(N, ..., S, Ev)``;
+* scores and weights: ``(N, ..., L, S)``; output: ``(N, ..., L, Ev)``.
+
+``N, ...`` is any number of batch dims (none included); they broadcast.
+
+Mask convention, everywhere in this package: a boolean mask's ``True`` means *may
+attend*; a float mask is *added* to the scaled scores. ``is_causal=True`` lets query
+``i`` attend to keys ``j <= i`` (top-left alignment, also when ``L != S``). A query row
+with nothing to attend to gets all-zero weights and a zero output, as PyTorch's SDPA
+gives, never NaN.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ._validation import (
+    check_attention_args,
+    check_floating,
+    check_min_rank,
+    check_positive_int,
+    format_shape,
+)
+
+__all__ = [
+    "attention_scores",
+    "attention_weights",
+    "attention_with_weights",
+    "causal_mask",
+    "context_vectors",
+    "scaled_dot_product_attention",
+    "softmax",
+    "softmax_naive",
+]
+
+
+def softmax_naive(x: Tensor, dim: int = -1) -> Tensor:
+    """Softmax exactly as the textbook writes it: ``exp(x) / sum(exp(x))``.
+
+    For teaching only: ``exp`` overflows to ``inf`` once a score passes about 88.7 in
+    float32, and the result becomes ``nan``. Use [`softmax`][attnlab.softmax].
+
+    Args:
+        x: Scores, any shape.
+        dim: The dimension that sums to one.
+
+    Returns:
+        Weights of the same shape as ``x``.
+
+    Shape:
+        x: ``(*)``; output: ``(*)``.
+    """
+    x = check_floating("x", x)
+    exp_x = torch.exp(x)
+    return exp_x / exp_x.sum(dim=dim, keepdim=True)
+
+
+def softmax(x: Tensor, dim: int = -1) -> Tensor:
+    """Numerically stable softmax.
+
+    Subtracts each slice's maximum before ``exp``, which leaves the result unchanged
+    (``exp(x - m) / sum(exp(x - m)) = exp(x) / sum(exp(x))``) but keeps every exponent
+    at or below zero, so nothing overflows. A slice that is all ``-inf`` (a query with
+    nothing to attend to) gives zeros instead of ``nan``.
+
+    Args:
+        x: Scores, any shape.
+        dim: The dimension that sums to one.
+
+    Returns:
+        Weights of the same shape as ``x``; each slice along ``dim`` sums to one, or is
+        all zeros where ``x`` was all ``-inf``.
+
+    Shape:
+        x: ``(*)``; output: ``(*)``.
+    """
+    x = check_floating("x", x)
+    x_max = x.amax(dim=dim, keepdim=True)
+    x_max = torch.where(torch.isneginf(x_max), torch.zeros_like(x_max), x_max)
+    exp_x = torch.exp(x - x_max)
+    total = exp_x.sum(dim=dim, keepdim=True)
+    return exp_x / torch.where(total == 0, torch.ones_like(total), total)
+
+
+def causal_mask(L: int, S: int | None = None, device: torch.device | str | None = None) -> Tensor:
+    """Boolean causal mask, ``True`` where query ``i`` may attend to key ``j <= i``.
+
+    Aligned top-left, as ``is_causal=True`` in PyTorch's SDPA: with ``L < S`` the last
+    keys are hidden from every query; with ``L > S`` every query sees at least key 0.
+
+    Args:
+        L: Number of queries.
+        S: Number of keys; defaults to ``L``.
+        device: Where to create the mask.
+
+    Returns:
+        A lower-triangular bool tensor.
+
+    Shape:
+        output: ``(L, S)``.
+    """
+    S = L if S is None else S
+    check_positive_int("L", L)
+    check_positive_int("S", S)
+    return torch.ones(L, S, dtype=torch.bool, device=device).tril()
+
+
+def attention_scores(queries: Tensor, keys: Tensor) -> Tensor:
+    """Unscaled attention scores: the dot product of every query with every key.
+
+    ``queries @ keys.transpose(-2, -1)``, which works for any batch dims (``keys.T``
+    would not).
+
+    Args:
+        queries: Query vectors.
+        keys: Key vectors, of the same width ``E``.
+
+    Returns:
+        Scores ``omega[..., i, j] = q_i . k_j``.
+
+    Shape:
+        queries: ``(N, ..., L, E)``; keys: ``(N, ..., S, E)``; output ``(N, ..., L, S)``.
+    """
+    queries = check_floating("queries", queries)
+    keys = check_floating("keys", keys)
+    check_min_rank("queries", queries, 2, "(N, ..., L, E)")
+    check_min_rank("keys", keys, 2, "(N, ..., S, E)")
+    if keys.shape[-1] != queries.shape[-1]:
+        raise ValueError(
+            f"keys must have shape (N, ..., S, E) with E = {queries.shape[-1]} to match "
+            f"queries; got shape {format_shape(keys.shape)}"
+        )
+    return queries @ keys.transpose(-2, -1)
+
+
+def attention_weights(
+    query: Tensor,
+    key: Tensor,
+    attn_mask: Tensor | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+) -> Tensor:
+    """Attention weights: scaled scores, masked, through a stable softmax.
+
+    ``softmax(query @ key^T * scale + mask)`` along the key dimension, so each row
+    sums to one (or is all zeros if fully masked).
+
+    Args:
+        query: Query vectors.
+        key: Key vectors.
+        attn_mask: Optional mask broadcastable to ``(N, ..., L, S)``: bool (``True`` =
+            may attend) or float (added to the scaled scores).
+        is_causal: Let query ``i`` attend only to keys ``j <= i`` (top-left aligned).
+            Cannot be combined with ``attn_mask``.
+        scale: Multiplier of the scores; defaults to ``1 / sqrt(E)``.
+
+    Returns:
+        Attention weights.
+
+    Shape:
+        query: ``(N, ..., L, E)``; key: ``(N, ..., S, E)``; output: ``(N, ..., L, S)``.
+    """
+    check_attention_args(query, key, key, attn_mask, 0.0, is_causal, scale)
+    return _masked_softmax(query, key, attn_mask, is_causal, scale)
+
+
+def context_vectors(attn_weights: Tensor, values: Tensor) -> Tensor:
+    """Context vectors: each query's weighted sum of the value vectors.
+
+    Args:
+        attn_weights: Attention weights, rows summing to one.
+        values: Value vectors, one per key.
+
+    Returns:
+        ``attn_weights @ values``.
+
+    Shape:
+        attn_weights: ``(N, ..., L, S)``; values: ``(N, ..., S, Ev)``;
+        output: ``(N, ..., L, Ev)``.
+    """
+    attn_weights = check_floating("attn_weights", attn_weights)
+    values = check_floating("values", values)
+    check_min_rank("attn_weights", attn_weights, 2, "(N, ..., L, S)")
+    check_min_rank("values", values, 2, "(N, ..., S, Ev)")
+    if values.shape[-2] != attn_weights.shape[-1]:
+        raise ValueError(
+            f"values must have shape (N, ..., S, Ev) with S = {attn_weights.shape[-1]} "
+            f"to match attn_weights; got shape {format_shape(values.shape)}"
+        )
+    return attn_weights @ values
+
+
+def attention_with_weights(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Scaled dot-product attention that also returns its attention weights.
+
+    The explicit computation, step by step, for teaching and inspection. The semantics
+    are those of [`scaled_dot_product_attention`][attnlab.scaled_dot_product_attention].
+
+    Args:
+        query: Query vectors.
+        key: Key vectors.
+        value: Value vectors.
+        attn_mask: Optional mask broadcastable to ``(N, ..., L, S)``: bool (``True`` =
+            may attend) or float of the query's dtype (added to the scaled scores).
+        dropout_p: Dropout probability on the weights, applied whenever it is positive
+            (as PyTorch's SDPA does); survivors are scaled by ``1 / (1 - dropout_p)``.
+        is_causal: Causal masking, aligned top-left; not together with ``attn_mask``.
+        scale: Multiplier of the scores; defaults to ``1 / sqrt(E)``.
+
+    Returns:
+        ``(output, attn_weights)``; the weights are those after dropout, the ones the
+        output was computed with.
+
+    Shape:
+        query: ``(N, ..., L, E)``; key: ``(N, ..., S, E)``; value: ``(N, ..., S, Ev)``;
+        output: ``(N, ..., L, Ev)``; attn_weights: ``(N, ..., L, S)``.
+    """
+    check_attention_args(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    weights = _masked_softmax(query, key, attn_mask, is_causal, scale)
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p, training=True)
+    return weights @ value, weights
+
+
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+) -> Tensor:
+    """Scaled dot-product attention, written out; same semantics as PyTorch's.
+
+    ``softmax(query @ key^T * scale + mask) @ value``, with exactly the behaviour of
+    ``torch.nn.functional.scaled_dot_product_attention``: boolean mask ``True`` = may
+    attend, float mask added to the scaled scores, ``is_causal`` aligned top-left,
+    default scale ``1 / sqrt(E)``, dropout applied whenever ``dropout_p > 0``, any
+    number of broadcasting batch dims, ``L != S`` allowed. A fully masked query row
+    outputs zeros.
+
+    Args:
+        query: Query vectors.
+        key: Key vectors.
+        value: Value vectors.
+        attn_mask: Optional mask broadcastable to ``(N, ..., L, S)``: bool (``True`` =
+            may attend) or float of the query's dtype (added to the scaled scores).
+        dropout_p: Dropout probability on the attention weights, in ``[0, 1)``.
+        is_causal: Causal masking, aligned top-left; not together with ``attn_mask``.
+        scale: Multiplier of the scores; defaults to ``1 / sqrt(E)``.
+
+    Returns:
+        The attention output.
+
+    Raises:
+        TypeError: A non-tensor, a non-floating or mismatched dtype, a bad mask dtype.
+        ValueError: Wrong rank, mismatched ``E`` or ``S``, a mask that does not broadcast,
+            both ``attn_mask`` and ``is_causal``, ``dropout_p`` outside ``[0, 1)``.
+
+    Shape:
+        query: ``(N, ..., L, E)``; key: ``(N, ..., S, E)``; value: ``(N, ..., S, Ev)``;
+        output: ``(N, ..., L, Ev)``.
+    """
+    output, _ = attention_with_weights(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    return output
+
+
+def _masked_softmax(
+    query: Tensor,
+    key: Tensor,
+    attn_mask: Tensor | None,
+    is_causal: bool,
+    scale: float | None,
+) -> Tensor:
+    """Scale, mask and normalise the scores; arguments already checked."""
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = (query @ key.transpose(-2, -1)) * scale  # (N, ..., L, S)
+    if is_causal:
+        allowed = causal_mask(query.shape[-2], key.shape[-2], device=query.device)
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    elif attn_mask is not None and attn_mask.dtype == torch.bool:
+        scores = scores.masked_fill(~attn_mask, float("-inf"))
+    elif attn_mask is not None:
+        scores = scores + attn_mask
+    return softmax(scores, dim=-1)

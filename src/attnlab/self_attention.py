@@ -1,0 +1,126 @@
+"""Compact self-attention modules: the same math, with trainable projections.
+
+Both modules map ``(T, d_in)`` or ``(B, T, d_in)`` to ``(T, d_out)`` or
+``(B, T, d_out)``: project the input to queries, keys and values, then attend (the
+scale is ``1 / sqrt(d_out)``, the key width). No mask: every token sees every token.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ._validation import check_features, check_positive_int
+from .backends import Backend, attend, check_backend
+
+__all__ = ["SelfAttentionV1", "SelfAttentionV2"]
+
+
+class SelfAttentionV1(nn.Module):
+    """Self-attention with raw ``nn.Parameter`` weight matrices.
+
+    The weights are drawn by ``torch.rand(d_in, d_out)`` in the order query, key,
+    value, so ``torch.manual_seed(123)`` before construction reproduces the classic
+    numbers. Inputs multiply from the left: ``queries = x @ W_query``.
+
+    Args:
+        d_in: Width of each input token.
+        d_out: Width of queries, keys, values and output.
+        backend: How to compute attention: ``"torch"`` (default, fastest) or
+            ``"explicit"``.
+
+    Shape:
+        x: ``(T, d_in)`` or ``(B, T, d_in)``; output: ``(T, d_out)`` or
+        ``(B, T, d_out)``.
+    """
+
+    def __init__(self, d_in: int, d_out: int, *, backend: Backend = "torch") -> None:
+        super().__init__()
+        self.d_in = check_positive_int("d_in", d_in)
+        self.d_out = check_positive_int("d_out", d_out)
+        self.backend = check_backend(backend)
+        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_key = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_value = nn.Parameter(torch.rand(d_in, d_out))
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Attend over the tokens of ``x``; see the class docstring for shapes."""
+        check_features("x", x, self.d_in)
+        queries = x @ self.W_query  # (..., T, d_out)
+        keys = x @ self.W_key  # (..., T, d_out)
+        values = x @ self.W_value  # (..., T, d_out)
+        return attend(queries, keys, values, backend=self.backend)  # (..., T, d_out)
+
+    @classmethod
+    def from_v2(cls, v2: SelfAttentionV2) -> SelfAttentionV1:
+        """Build a V1 module that computes exactly what ``v2`` computes.
+
+        ``nn.Linear`` stores its weight as ``(d_out, d_in)`` and computes
+        ``x @ weight.T``, so V1's matrices are the transposed Linear weights.
+
+        Args:
+            v2: A module without bias (V1 has none to copy it into).
+
+        Returns:
+            A new V1 module with copies of ``v2``'s weights, on ``v2``'s backend.
+
+        Raises:
+            ValueError: ``v2`` has biases.
+        """
+        if not isinstance(v2, SelfAttentionV2):
+            raise TypeError(f"v2 must be a SelfAttentionV2; got {type(v2).__name__}")
+        if v2.W_query.bias is not None:
+            raise ValueError("v2 has qkv_bias=True; SelfAttentionV1 has no bias to copy it into")
+        v1 = cls(v2.d_in, v2.d_out, backend=v2.backend)
+        with torch.no_grad():
+            v1.W_query.copy_(v2.W_query.weight.T)
+            v1.W_key.copy_(v2.W_key.weight.T)
+            v1.W_value.copy_(v2.W_value.weight.T)
+        return v1
+
+    def extra_repr(self) -> str:
+        """Sizes and backend, shown by ``print(module)``."""
+        return f"d_in={self.d_in}, d_out={self.d_out}, backend={self.backend!r}"
+
+
+class SelfAttentionV2(nn.Module):
+    """Self-attention with ``nn.Linear`` projections.
+
+    ``nn.Linear`` initialises its weights uniformly in ``±1/sqrt(d_in)`` (Kaiming
+    uniform), centred on zero, where ``torch.rand`` gives values in ``[0, 1)`` that are
+    all positive; it also offers an optional bias.
+
+    Args:
+        d_in: Width of each input token.
+        d_out: Width of queries, keys, values and output.
+        qkv_bias: Give the three projections a bias.
+        backend: How to compute attention: ``"torch"`` (default, fastest) or
+            ``"explicit"``.
+
+    Shape:
+        x: ``(T, d_in)`` or ``(B, T, d_in)``; output: ``(T, d_out)`` or
+        ``(B, T, d_out)``.
+    """
+
+    def __init__(
+        self, d_in: int, d_out: int, qkv_bias: bool = False, *, backend: Backend = "torch"
+    ) -> None:
+        super().__init__()
+        self.d_in = check_positive_int("d_in", d_in)
+        self.d_out = check_positive_int("d_out", d_out)
+        self.backend = check_backend(backend)
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Attend over the tokens of ``x``; see the class docstring for shapes."""
+        check_features("x", x, self.d_in)
+        queries = self.W_query(x)  # (..., T, d_out)
+        keys = self.W_key(x)  # (..., T, d_out)
+        values = self.W_value(x)  # (..., T, d_out)
+        return attend(queries, keys, values, backend=self.backend)  # (..., T, d_out)
+
+    def extra_repr(self) -> str:
+        """Sizes and backend, shown by ``print(module)``."""
+        return f"d_in={self.d_in}, d_out={self.d_out}, backend={self.backend!r}"
