@@ -184,3 +184,34 @@ def check_mask(name: str, mask: object, target: tuple[int, ...], dtype: torch.dt
             f"got shape {format_shape(tensor.shape)}"
         )
     return tensor
+
+
+def check_key_padding_mask(
+    mask: object, batch: tuple[int, ...], S: int, dtype: torch.dtype
+) -> Tensor:
+    """Check a key padding mask: bool (``True`` = real token) or float, one entry per key.
+
+    Args:
+        mask: The mask passed.
+        batch: The input's batch shape: ``(B,)``, or ``()`` for an unbatched input.
+        S: The number of keys.
+        dtype: The floating dtype a float mask must have (the query's).
+
+    Returns:
+        The mask, now known to broadcast to ``(*batch, S)``.
+    """
+    tensor = check_tensor("key_padding_mask", mask)
+    if tensor.dtype != torch.bool and tensor.dtype != dtype:
+        raise TypeError(
+            "key_padding_mask must be a bool tensor (True = real token, may attend) or a "
+            f"float tensor of the query's dtype {dtype} (added to the scores); "
+            f"got dtype {tensor.dtype}"
+        )
+    target = (*batch, S)
+    wanted = "(B, S)" if batch else "(S,)"
+    if broadcast_shape(tensor.shape, target) != target:
+        raise ValueError(
+            f"key_padding_mask must broadcast to {wanted} = {format_shape(target)}; "
+            f"got shape {format_shape(tensor.shape)}"
+        )
+    return tensor

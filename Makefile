@@ -1,0 +1,46 @@
+# The two commands from the README:
+#   make serve   set everything up, then serve the site on http://127.0.0.1:8000
+#   make test    set everything up, then run the whole test suite
+# Setup is idempotent; it runs again only when pyproject.toml changes
+# (or when .venv, and the stamp file inside it, is deleted).
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.setup-stamp
+TORCH  := torch==2.13.0
+
+export NO_MKDOCS_2_WARNING := 1
+
+.PHONY: setup serve test bench lint clean
+
+setup: $(STAMP)
+
+# 1. the virtual environment;
+# 2. PyTorch first, pinned: a bare `torch` requirement would pull a multi-GB CUDA build;
+# 3. the package with every extra;
+# 4. Debian's chromium for the browser tests (`playwright install` cannot download here).
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install $(TORCH)
+	$(PY) -m pip install -e ".[dev]"
+	if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+	fi
+	touch $(STAMP)
+
+serve: setup
+	$(PY) -m mkdocs serve --dev-addr 127.0.0.1:8000
+
+test: setup
+	$(PY) -m pytest
+
+bench: setup
+	$(PY) -m attnlab.bench
+
+lint: setup
+	$(PY) -m ruff check src tests $(wildcard hooks)
+	$(PY) -m mypy
+
+clean:
+	rm -rf site .pytest_cache .mypy_cache .ruff_cache

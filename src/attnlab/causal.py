@@ -1,0 +1,118 @@
+"""Causal self-attention: each token attends to itself and the tokens before it.
+
+The causal mask is built for the input's length on every call (no fixed
+``context_length`` buffer), so the module takes sequences of any length. An optional
+key padding mask hides padding tokens; it is combined with the causal mask into one
+boolean mask. Masks follow PyTorch's SDPA: ``True`` = may attend.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from ._validation import (
+    check_features,
+    check_key_padding_mask,
+    check_positive_int,
+    check_probability,
+)
+from .backends import Backend, attend, check_backend
+from .functional import causal_mask
+from .masks import combine_masks, padding_to_attn_mask
+
+__all__ = ["CausalAttention"]
+
+
+class CausalAttention(nn.Module):
+    """Single-head causal self-attention with dropout on the attention weights.
+
+    Token ``i`` attends to tokens ``j <= i`` only (the mask is lower-triangular and
+    built for each input's length). The scale is ``1 / sqrt(d_out)``, the key width.
+    Dropout zeroes attention weights with probability ``dropout`` and scales the
+    survivors by ``1 / (1 - dropout)``, in training mode only: ``model.eval()`` turns
+    it off.
+
+    The projections are ``nn.Linear`` layers created in the order query, key, value,
+    like [`SelfAttentionV2`][attnlab.SelfAttentionV2], so the same seed gives the same
+    weights.
+
+    Args:
+        d_in: Width of each input token.
+        d_out: Width of queries, keys, values and output.
+        dropout: Probability of dropping an attention weight in training, in ``[0, 1)``.
+        qkv_bias: Give the three projections a bias.
+        causal: Apply the causal mask (the default). ``False`` gives plain
+            self-attention with dropout and padding, as one head of a non-causal
+            [`MultiHeadAttentionWrapper`][attnlab.MultiHeadAttentionWrapper].
+        backend: How to compute attention: ``"torch"`` (default, fastest),
+            ``"explicit"``, or any other name in [`BACKENDS`][attnlab.BACKENDS].
+
+    Shape:
+        x: ``(T, d_in)`` or ``(B, T, d_in)``; key_padding_mask: ``(T,)`` or ``(B, T)``;
+        output: ``(T, d_out)`` or ``(B, T, d_out)``.
+    """
+
+    def __init__(
+        self,
+        d_in: int,
+        d_out: int,
+        dropout: float = 0.0,
+        qkv_bias: bool = False,
+        *,
+        causal: bool = True,
+        backend: Backend = "torch",
+    ) -> None:
+        super().__init__()
+        self.d_in = check_positive_int("d_in", d_in)
+        self.d_out = check_positive_int("d_out", d_out)
+        self.dropout = check_probability("dropout", dropout)
+        self.causal = bool(causal)
+        self.backend = check_backend(backend)
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+
+    def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
+        """Attend causally over the tokens of ``x``.
+
+        Args:
+            x: The input tokens.
+            key_padding_mask: Optional, one entry per token: bool with ``True`` = real
+                token (may be attended to), ``False`` = padding; or float, added to the
+                scores. This is the **opposite** of ``nn.MultiheadAttention``'s boolean
+                ``key_padding_mask`` (``True`` = ignore); see
+                [`mask_from_torch`][attnlab.masks.mask_from_torch]. A query that can
+                attend to nothing (the first token, if it is padding) outputs zeros.
+
+        Returns:
+            The context vectors.
+
+        Shape:
+            x: ``(T, d_in)`` or ``(B, T, d_in)``; key_padding_mask: ``(T,)`` or
+            ``(B, T)``; output: ``(T, d_out)`` or ``(B, T, d_out)``.
+        """
+        check_features("x", x, self.d_in)
+        T = x.shape[-2]
+        if key_padding_mask is not None:
+            check_key_padding_mask(key_padding_mask, tuple(x.shape[:-2]), T, x.dtype)
+        queries = self.W_query(x)  # (..., T, d_out)
+        keys = self.W_key(x)  # (..., T, d_out)
+        values = self.W_value(x)  # (..., T, d_out)
+        dropout_p = self.dropout if self.training else 0.0
+        padding = None if key_padding_mask is None else padding_to_attn_mask(key_padding_mask)
+        if padding is None:
+            return attend(
+                queries, keys, values, dropout_p=dropout_p, is_causal=self.causal, backend=self.backend
+            )  # (..., T, d_out)
+        allowed = causal_mask(T, device=x.device) if self.causal else None  # (T, T)
+        attn_mask = combine_masks(allowed, padding, dtype=x.dtype)  # (..., T, T)
+        return attend(
+            queries, keys, values, attn_mask=attn_mask, dropout_p=dropout_p, backend=self.backend
+        )  # (..., T, d_out)
+
+    def extra_repr(self) -> str:
+        """Sizes, dropout, causality and backend, shown by ``print(module)``."""
+        return (
+            f"d_in={self.d_in}, d_out={self.d_out}, dropout={self.dropout}, "
+            f"causal={self.causal}, backend={self.backend!r}"
+        )
