@@ -9,6 +9,7 @@ masks are added to the scores.
 
 from . import examples
 from .backends import BACKENDS, Backend, attend
+from .causal import CausalAttention
 from .functional import (
     attention_scores,
     attention_weights,
@@ -19,11 +20,17 @@ from .functional import (
     softmax,
     softmax_naive,
 )
+from .masks import mask_from_torch, mask_to_torch
+from .multihead import CrossAttention, MultiHeadAttention, MultiHeadAttentionWrapper
 from .self_attention import SelfAttentionV1, SelfAttentionV2
 
 __all__ = [
     "BACKENDS",
     "Backend",
+    "CausalAttention",
+    "CrossAttention",
+    "MultiHeadAttention",
+    "MultiHeadAttentionWrapper",
     "SelfAttentionV1",
     "SelfAttentionV2",
     "attend",
@@ -33,6 +40,8 @@ __all__ = [
     "causal_mask",
     "context_vectors",
     "examples",
+    "mask_from_torch",
+    "mask_to_torch",
     "scaled_dot_product_attention",
     "softmax",
     "softmax_naive",

@@ -45,7 +45,7 @@ class CausalAttention(nn.Module):
             self-attention with dropout and padding, as one head of a non-causal
             [`MultiHeadAttentionWrapper`][attnlab.MultiHeadAttentionWrapper].
         backend: How to compute attention: ``"torch"`` (default, fastest),
-            ``"explicit"``, or any other name in [`BACKENDS`][attnlab.BACKENDS].
+            ``"explicit"``, or any other name in ``attnlab.BACKENDS``.
 
     Shape:
         x: ``(T, d_in)`` or ``(B, T, d_in)``; key_padding_mask: ``(T,)`` or ``(B, T)``;
@@ -81,7 +81,7 @@ class CausalAttention(nn.Module):
                 token (may be attended to), ``False`` = padding; or float, added to the
                 scores. This is the **opposite** of ``nn.MultiheadAttention``'s boolean
                 ``key_padding_mask`` (``True`` = ignore); see
-                [`mask_from_torch`][attnlab.masks.mask_from_torch]. A query that can
+                [`mask_from_torch`][attnlab.mask_from_torch]. A query that can
                 attend to nothing (the first token, if it is padding) outputs zeros.
 
         Returns:
@@ -102,7 +102,12 @@ class CausalAttention(nn.Module):
         padding = None if key_padding_mask is None else padding_to_attn_mask(key_padding_mask)
         if padding is None:
             return attend(
-                queries, keys, values, dropout_p=dropout_p, is_causal=self.causal, backend=self.backend
+                queries,
+                keys,
+                values,
+                dropout_p=dropout_p,
+                is_causal=self.causal,
+                backend=self.backend,
             )  # (..., T, d_out)
         allowed = causal_mask(T, device=x.device) if self.causal else None  # (T, T)
         attn_mask = combine_masks(allowed, padding, dtype=x.dtype)  # (..., T, T)

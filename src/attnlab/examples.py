@@ -25,6 +25,7 @@ __all__ = [
     "dream_big",
     "illustrated",
     "life_is_short",
+    "second_sequence",
     "tokenize",
     "your_journey",
 ]
@@ -191,3 +192,24 @@ def illustrated() -> IllustratedExample:
     W_query = torch.tensor([[1, 0, 1], [1, 0, 0], [0, 0, 1], [0, 1, 1]], dtype=torch.float32)
     W_value = torch.tensor([[0, 2, 0], [0, 3, 0], [1, 0, 3], [1, 1, 0]], dtype=torch.float32)
     return IllustratedExample(("Input 1", "Input 2", "Input 3"), inputs, W_key, W_query, W_value)
+
+
+def second_sequence(num_tokens: int = 8, embed_dim: int = 16, seed: int = 123) -> Tensor:
+    """A second input sequence for cross-attention: ``torch.rand(num_tokens, embed_dim)``, seeded.
+
+    The tutorial draws it unseeded; here it is ``torch.manual_seed(seed)`` followed by
+    ``torch.rand(num_tokens, embed_dim)``, without touching the global random state,
+    so its numbers are the same on every run.
+
+    Args:
+        num_tokens: Length ``S`` of the sequence.
+        embed_dim: Width of each token vector.
+        seed: Seed for the draw.
+
+    Returns:
+        Uniform values in ``[0, 1)``, shape ``(num_tokens, embed_dim)``: ``(8, 16)`` by
+        default.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return torch.rand(num_tokens, embed_dim)

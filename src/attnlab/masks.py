@@ -7,8 +7,8 @@ a real token that may be attended to.
 
 ``torch.nn.MultiheadAttention`` uses the **opposite** boolean polarity for both its
 ``attn_mask`` and its ``key_padding_mask`` (``True`` = *ignore*).
-[`mask_from_torch`][attnlab.masks.mask_from_torch] and
-[`mask_to_torch`][attnlab.masks.mask_to_torch] translate between the two; float masks
+[`mask_from_torch`][attnlab.mask_from_torch] and
+[`mask_to_torch`][attnlab.mask_to_torch] translate between the two; float masks
 mean the same in both and pass through unchanged.
 """
 
@@ -45,7 +45,7 @@ def mask_from_torch(mask: Tensor) -> Tensor:
 def mask_to_torch(mask: Tensor) -> Tensor:
     """Translate a mask of this package into ``nn.MultiheadAttention``'s convention.
 
-    The inverse of [`mask_from_torch`][attnlab.masks.mask_from_torch]: a boolean mask
+    The inverse of [`mask_from_torch`][attnlab.mask_from_torch]: a boolean mask
     is inverted (here ``True`` = may attend; there ``True`` = ignore), a float mask is
     returned as it is.
 

@@ -1,0 +1,303 @@
+// The interactive attention explorer (docs/explorer.md).
+//
+// It only *draws*: every weight comes from assets/explorer-data.json, which the
+// build hook hooks/explorer.py writes from attnlab.explorer.explorer_data(). No
+// attention arithmetic happens here, so the page cannot disagree with the package.
+//
+// Plain JavaScript, no dependencies. A no-op on pages without #attention-explorer.
+// Works with Material's instant navigation (document$) and without it.
+(function () {
+  "use strict";
+
+  var HEAT_MAX = 60; // percent of the primary colour at weight 1: text stays readable
+
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (name) {
+      if (name === "text") node.textContent = attrs[name];
+      else if (name === "className") node.className = attrs[name];
+      else node.setAttribute(name, attrs[name]);
+    });
+    (children || []).forEach(function (child) {
+      node.appendChild(child);
+    });
+    return node;
+  }
+
+  function formatTemperature(t) {
+    return String(t);
+  }
+
+  function build(root, data) {
+    var decimals = data.decimals;
+    var temps = data.temperatures;
+    var state = {
+      sentence: 0,
+      query: 1,
+      scaled: false,
+      causal: false,
+      temp: temps.indexOf(1) >= 0 ? temps.indexOf(1) : 0,
+    };
+
+    // --- controls -------------------------------------------------------
+    var select = el("select", { id: "attn-sentence", className: "attn-explorer__select" });
+    data.sentences.forEach(function (sentence, i) {
+      select.appendChild(el("option", { value: String(i), text: sentence.text }));
+    });
+    var scaled = el("input", { type: "checkbox", id: "attn-scaled" });
+    var causal = el("input", { type: "checkbox", id: "attn-causal" });
+    var temp = el("input", {
+      type: "range",
+      id: "attn-temperature",
+      min: "0",
+      max: String(temps.length - 1),
+      step: "1",
+      value: String(state.temp),
+    });
+    var tempOut = el("output", { id: "attn-temperature-value", for: "attn-temperature" });
+
+    var controls = el("div", { className: "attn-explorer__controls" }, [
+      el("div", { className: "attn-explorer__control" }, [
+        el("label", { for: "attn-sentence", text: "Sentence" }),
+        select,
+      ]),
+      el("div", { className: "attn-explorer__control attn-explorer__switch" }, [
+        scaled,
+        el("label", { for: "attn-scaled", text: "Scale scores by 1/\u221Ad\u2096" }),
+      ]),
+      el("div", { className: "attn-explorer__control attn-explorer__switch" }, [
+        causal,
+        el("label", { for: "attn-causal", text: "Causal mask" }),
+      ]),
+      el("div", { className: "attn-explorer__control" }, [
+        el("label", { for: "attn-temperature", text: "Softmax temperature" }),
+        temp,
+        tempOut,
+      ]),
+    ]);
+
+    var info = el("p", { className: "attn-explorer__info", id: "attn-info" });
+    var tokens = el("div", {
+      className: "attn-explorer__tokens",
+      role: "toolbar",
+      "aria-label": "Query token (arrow keys move, Enter or Space selects)",
+    });
+    var caption = el("p", {
+      className: "attn-explorer__caption",
+      id: "attn-bars-caption",
+      "aria-live": "polite",
+    });
+    var bars = el("div", {
+      className: "attn-explorer__bars",
+      role: "list",
+      "aria-labelledby": "attn-bars-caption",
+    });
+    var table = el("table", { className: "attn-explorer__heatmap" });
+    var tableWrap = el("div", { className: "attn-explorer__heatmap-wrap" }, [table]);
+
+    root.textContent = "";
+    [controls, info, tokens, caption, bars, tableWrap].forEach(function (node) {
+      root.appendChild(node);
+    });
+
+    // --- rendering --------------------------------------------------------
+    function current() {
+      var sentence = data.sentences[state.sentence];
+      var matrix =
+        sentence.weights[state.scaled ? "scaled" : "unscaled"][state.causal ? "causal" : "full"][
+          state.temp
+        ];
+      return { sentence: sentence, matrix: matrix };
+    }
+
+    function masked(i, j) {
+      return state.causal && j > i;
+    }
+
+    function renderTokens(sentence) {
+      tokens.textContent = "";
+      sentence.words.forEach(function (word, i) {
+        var button = el("button", {
+          type: "button",
+          className: "attn-explorer__token",
+          "data-index": String(i),
+          "aria-pressed": i === state.query ? "true" : "false",
+          tabindex: i === state.query ? "0" : "-1",
+          text: word,
+        });
+        tokens.appendChild(button);
+      });
+    }
+
+    function renderBars(sentence, row) {
+      bars.textContent = "";
+      row.forEach(function (weight, j) {
+        var fill = el("span", { className: "attn-bar__fill" });
+        fill.style.width = (weight * 100).toFixed(2) + "%";
+        var item = el(
+          "div",
+          {
+            className: "attn-bar" + (masked(state.query, j) ? " attn-bar--masked" : ""),
+            role: "listitem",
+            "data-key": String(j),
+          },
+          [
+            el("span", { className: "attn-bar__word", text: sentence.words[j] }),
+            el("span", { className: "attn-bar__track", "aria-hidden": "true" }, [fill]),
+            el("span", { className: "attn-bar__value", text: weight.toFixed(decimals) }),
+          ]
+        );
+        bars.appendChild(item);
+      });
+    }
+
+    function renderTable(sentence, matrix) {
+      table.textContent = "";
+      table.appendChild(
+        el("caption", {
+          text:
+            "All attention weights: row = query (who looks), column = key (looked at). " +
+            "Each row sums to 1; the selected query's row is outlined.",
+        })
+      );
+      var headRow = el("tr", {}, [el("th", { scope: "col", text: "query \u2193 key \u2192" })]);
+      sentence.words.forEach(function (word) {
+        headRow.appendChild(el("th", { scope: "col", text: word }));
+      });
+      table.appendChild(el("thead", {}, [headRow]));
+      var body = el("tbody");
+      matrix.forEach(function (row, i) {
+        var tr = el("tr", {
+          className: i === state.query ? "is-selected" : "",
+          "data-query": String(i),
+        });
+        tr.appendChild(el("th", { scope: "row", text: sentence.words[i] }));
+        row.forEach(function (weight, j) {
+          var td = el("td", {
+            className: masked(i, j) ? "is-masked" : "",
+            text: weight.toFixed(decimals),
+          });
+          var pct = Math.round(weight * HEAT_MAX);
+          td.style.backgroundColor =
+            "color-mix(in srgb, var(--md-primary-fg-color) " + pct + "%, transparent)";
+          tr.appendChild(td);
+        });
+        body.appendChild(tr);
+      });
+      table.appendChild(body);
+    }
+
+    function render() {
+      var cur = current();
+      var sentence = cur.sentence;
+      if (state.query >= sentence.words.length) state.query = 0;
+      select.value = String(state.sentence);
+      scaled.checked = state.scaled;
+      causal.checked = state.causal;
+      temp.value = String(state.temp);
+      tempOut.textContent = formatTemperature(temps[state.temp]);
+      temp.setAttribute("aria-valuetext", "temperature " + formatTemperature(temps[state.temp]));
+      var scale = state.scaled ? "1/\u221A" + sentence.d_k : "1";
+      info.textContent =
+        sentence.description +
+        ". Weights = softmax(scores \u00D7 " +
+        scale +
+        " / " +
+        formatTemperature(temps[state.temp]) +
+        ")" +
+        (state.causal ? ", later tokens masked." : ".");
+      renderTokens(sentence);
+      caption.textContent =
+        "Where \u201C" +
+        sentence.words[state.query] +
+        "\u201D (token " +
+        (state.query + 1) +
+        ") attends";
+      renderBars(sentence, cur.matrix[state.query]);
+      renderTable(sentence, cur.matrix);
+    }
+
+    function selectQuery(i, focus) {
+      state.query = i;
+      render();
+      if (focus) {
+        var button = tokens.querySelector('[data-index="' + i + '"]');
+        if (button) button.focus();
+      }
+    }
+
+    // --- events -----------------------------------------------------------
+    select.addEventListener("change", function () {
+      state.sentence = Number(select.value);
+      render();
+    });
+    scaled.addEventListener("change", function () {
+      state.scaled = scaled.checked;
+      render();
+    });
+    causal.addEventListener("change", function () {
+      state.causal = causal.checked;
+      render();
+    });
+    temp.addEventListener("input", function () {
+      state.temp = Number(temp.value);
+      render();
+    });
+    tokens.addEventListener("click", function (event) {
+      var button = event.target.closest(".attn-explorer__token");
+      if (button) selectQuery(Number(button.dataset.index), true);
+    });
+    tokens.addEventListener("keydown", function (event) {
+      var button = event.target.closest(".attn-explorer__token");
+      if (!button) return;
+      var count = tokens.children.length;
+      var i = Number(button.dataset.index);
+      var next = null;
+      if (event.key === "ArrowRight" || event.key === "ArrowDown") next = (i + 1) % count;
+      else if (event.key === "ArrowLeft" || event.key === "ArrowUp") next = (i - 1 + count) % count;
+      else if (event.key === "Home") next = 0;
+      else if (event.key === "End") next = count - 1;
+      if (next === null) return;
+      event.preventDefault();
+      // Arrows move the focus (roving tabindex); Enter or Space then selects.
+      Array.prototype.forEach.call(tokens.children, function (other) {
+        other.setAttribute("tabindex", "-1");
+      });
+      var target = tokens.children[next];
+      target.setAttribute("tabindex", "0");
+      target.focus();
+    });
+
+    render();
+    root.dataset.ready = "true";
+  }
+
+  function init() {
+    var root = document.getElementById("attention-explorer");
+    if (!root || root.dataset.ready) return;
+    var link = document.getElementById("explorer-data-link");
+    if (!link) {
+      root.textContent = "The explorer's data link is missing from this page.";
+      return;
+    }
+    fetch(link.href)
+      .then(function (response) {
+        if (!response.ok) throw new Error("HTTP " + response.status + " for " + link.href);
+        return response.json();
+      })
+      .then(function (data) {
+        build(root, data);
+      })
+      .catch(function (error) {
+        root.textContent = "Could not load the explorer's data: " + error.message;
+      });
+  }
+
+  if (typeof document$ !== "undefined") {
+    document$.subscribe(init);
+  } else if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", init);
+  } else {
+    init();
+  }
+})();

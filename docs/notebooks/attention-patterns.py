@@ -1,0 +1,93 @@
+# %% [markdown]
+# # Attention patterns of the example sentences
+#
+# Every chapter works with one of four small inputs. This notebook draws the attention
+# weights of each, side by side, with `attnlab.plot`. A row is a query token, a column a
+# key token, and cell $(i, j)$ holds $\alpha_{ij}$: how much of token $j$'s value goes
+# into the context vector of token $i$. Every row sums to 1.
+#
+# The weights come from the package's functional core,
+#
+# $$\alpha = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right),$$
+#
+# computed row by row. Indices in the plots and the prose are one-based, as in the
+# chapters; the code indexes from zero.
+
+# %%
+# %matplotlib inline
+import torch
+
+import attnlab
+from attnlab import examples
+from attnlab.plot import plot_attention
+
+# %% [markdown]
+# ## "Your journey starts with one step": no trainable weights
+#
+# The simplest attention uses the inputs themselves as queries and keys, and does not
+# scale the scores. Each token attends most to itself and to the tokens whose embedding
+# points the same way: "journey" and "starts" have almost equal vectors, so they split
+# their attention between each other.
+
+# %%
+words, inputs = examples.your_journey()
+attn_scores = attnlab.attention_scores(inputs, inputs)  # (6, 6): inputs @ inputsᵀ
+attn_weights = attnlab.softmax(attn_scores)  # (6, 6), each row sums to 1
+print(attn_weights.sum(dim=-1))
+plot_attention(attn_weights, words, words, title="Your journey: softmax(x xᵀ)")
+
+# %% [markdown]
+# ## "Dream big and work for it": trainable projections, $d_{out} = 2$
+#
+# With `torch.manual_seed(123)`, `SelfAttentionV1(3, 2)` draws $W_q$, $W_k$ and $W_v$
+# from $\mathcal{U}(0, 1)$. The queries and keys are two-dimensional, the scores are
+# scaled by $1/\sqrt{2}$, and the pattern no longer favours the diagonal: the random
+# projections decide what "similar" means.
+
+# %%
+words, inputs = examples.dream_big()
+torch.manual_seed(123)
+module = attnlab.SelfAttentionV1(3, 2)
+with torch.no_grad():
+    queries = inputs @ module.W_query  # (6, 2)
+    keys = inputs @ module.W_key  # (6, 2)
+    attn_weights = attnlab.attention_weights(queries, keys)  # (6, 6), scale 1/sqrt(2)
+plot_attention(attn_weights, words, words, title="Dream big: SelfAttentionV1(3, 2), seed 123")
+
+# %% [markdown]
+# ## "Life is short, eat dessert first": 16-dimensional embeddings
+#
+# The third sentence is embedded by a seeded `nn.Embedding(6, 16)`. Projected to
+# $d_{out} = 24$ by a seeded `SelfAttentionV2`, the scores are larger and the softmax
+# is sharper: some rows put most of their weight on one or two keys.
+
+# %%
+sentence = examples.life_is_short()
+torch.manual_seed(123)
+module = attnlab.SelfAttentionV2(16, 24)
+with torch.no_grad():
+    queries = module.W_query(sentence.inputs)  # (6, 24)
+    keys = module.W_key(sentence.inputs)  # (6, 24)
+    attn_weights = attnlab.attention_weights(queries, keys)  # (6, 6), scale 1/sqrt(24)
+plot_attention(attn_weights, sentence.words, sentence.words, title="Life is short: d_out = 24")
+
+# %% [markdown]
+# ## The illustrated example: integer weights
+#
+# Three 4-d inputs and integer weight matrices, with no scaling. The scores are whole
+# numbers as large as 16, so the softmax is almost one-hot: inputs 2 and 3 send nearly
+# all their attention to input 2.
+
+# %%
+ex = examples.illustrated()
+queries = ex.inputs @ ex.W_query  # (3, 3)
+keys = ex.inputs @ ex.W_key  # (3, 3)
+attn_scores = attnlab.attention_scores(queries, keys)  # (3, 3)
+print(attn_scores)
+plot_attention(attnlab.softmax(attn_scores), ex.words, ex.words, decimals=3)
+
+# %% [markdown]
+# ## Try it
+#
+# Change a word's embedding in the first example (for instance make "one" equal to
+# "journey") and rerun the cell: the two rows and the two columns become identical.

@@ -1,0 +1,207 @@
+"""The numbers behind the site's interactive attention explorer.
+
+The explorer page draws attention weights; it never computes them. A build hook
+calls [`explorer_data`][attnlab.explorer.explorer_data] and writes the result as
+JSON next to the page, so every number a reader sees comes from
+[`attention_weights`][attnlab.attention_weights].
+
+For every example sentence and every setting of the explorer's three switches
+(scale by ``1 / sqrt(d_k)`` or not, causal mask or not, softmax temperature ``tau``)
+the weights are::
+
+    softmax(queries @ keys^T * base_scale / tau), masked causally if asked,
+
+with ``base_scale = 1 / sqrt(d_k)`` when scaled and ``1`` when not.
+
+Example:
+    >>> from attnlab.explorer import explorer_data
+    >>> data = explorer_data()
+    >>> [sentence["id"] for sentence in data["sentences"]]
+    ['your-journey', 'dream-big', 'life-is-short']
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import torch
+from torch import Tensor
+
+from . import examples
+from .functional import attention_weights
+
+__all__ = [
+    "DECIMALS",
+    "TEMPERATURES",
+    "ExplorerSentence",
+    "explorer_data",
+    "explorer_sentences",
+    "explorer_weights",
+]
+
+TEMPERATURES: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0)
+"""The softmax temperatures the explorer offers, in order."""
+
+DECIMALS = 4
+"""Decimals kept in the exported weights (and shown on the page)."""
+
+
+class ExplorerSentence(NamedTuple):
+    """One sentence of the explorer, with the queries and keys it attends with.
+
+    Attributes:
+        id: A short slug naming the sentence.
+        text: The sentence as written.
+        words: Its tokens, in order.
+        queries: One query per token, shape ``(T, d_k)``.
+        keys: One key per token, shape ``(T, d_k)``.
+        description: How the queries and keys were made, for the page.
+    """
+
+    id: str
+    text: str
+    words: tuple[str, ...]
+    queries: Tensor
+    keys: Tensor
+    description: str
+
+
+def explorer_sentences() -> list[ExplorerSentence]:
+    """The explorer's three sentences, with the queries and keys of their chapters.
+
+    * "Your journey starts with one step" and "Dream big and work for it": attention
+      without trainable weights, so the queries and the keys are the 3-d inputs
+      themselves (``d_k = 3``), as in the walkthrough's second chapter.
+    * "Life is short, eat dessert first": the 16-d embeddings of
+      [`life_is_short`][attnlab.examples.life_is_short] (seed 123) projected by
+      ``W_query`` and ``W_key``, each ``torch.rand(24, 16)`` drawn in that order right
+      after ``torch.manual_seed(123)`` (``d_k = 24``). The global random state is left
+      untouched.
+
+    Returns:
+        The sentences, in the order the page lists them.
+
+    Shape:
+        each ``queries`` and ``keys``: ``(6, d_k)``.
+    """
+    journey = examples.your_journey()
+    dream = examples.dream_big()
+    life = examples.life_is_short(embed_dim=16, seed=123)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(123)
+        W_query = torch.rand(24, 16)  # (d_k, d)
+        W_key = torch.rand(24, 16)  # (d_k, d)
+    life_queries = life.inputs @ W_query.transpose(-2, -1)  # (6, 16) @ (16, 24) -> (6, 24)
+    life_keys = life.inputs @ W_key.transpose(-2, -1)  # (6, 16) @ (16, 24) -> (6, 24)
+    without_weights = "queries = keys = the 3-d inputs (no trainable weights), d_k = 3"
+    return [
+        ExplorerSentence(
+            "your-journey",
+            "Your journey starts with one step",
+            journey.words,
+            journey.inputs,
+            journey.inputs,
+            without_weights,
+        ),
+        ExplorerSentence(
+            "dream-big",
+            "Dream big and work for it",
+            dream.words,
+            dream.inputs,
+            dream.inputs,
+            without_weights,
+        ),
+        ExplorerSentence(
+            "life-is-short",
+            life.text,
+            life.words,
+            life_queries,
+            life_keys,
+            "16-d embeddings (seed 123) projected by W_query and W_key, "
+            "each torch.rand(24, 16) after torch.manual_seed(123), d_k = 24",
+        ),
+    ]
+
+
+def explorer_weights(
+    queries: Tensor, keys: Tensor, *, scaled: bool, causal: bool, temperature: float
+) -> Tensor:
+    """Attention weights for one setting of the explorer's switches.
+
+    ``attention_weights(queries, keys, is_causal=causal, scale=base_scale / temperature)``
+    with ``base_scale = 1 / sqrt(d_k)`` if ``scaled`` else ``1``: the softmax of the
+    scores times ``base_scale``, divided by the temperature. The causal mask is aligned
+    top-left (query ``i`` sees keys ``j <= i``).
+
+    Args:
+        queries: Query vectors.
+        keys: Key vectors of the same width ``d_k``.
+        scaled: Multiply the scores by ``1 / sqrt(d_k)``.
+        causal: Hide later tokens from each query.
+        temperature: Divide the (scaled) scores by this before the softmax; must be > 0.
+
+    Returns:
+        The attention weights; each row sums to one.
+
+    Raises:
+        ValueError: ``temperature`` is not a positive finite number.
+
+    Shape:
+        queries: ``(L, d_k)``; keys: ``(S, d_k)``; output: ``(L, S)``.
+    """
+    if not (math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a positive finite number; got {temperature}")
+    base_scale = 1.0 / math.sqrt(keys.shape[-1]) if scaled else 1.0
+    return attention_weights(queries, keys, is_causal=causal, scale=base_scale / temperature)
+
+
+def _rounded(matrix: Tensor) -> list[list[float]]:
+    return [[round(float(value), DECIMALS) for value in row] for row in matrix.tolist()]
+
+
+def explorer_data() -> dict[str, Any]:
+    """Everything the explorer page shows, ready for ``json.dumps``.
+
+    Layout: ``{"decimals", "temperatures", "sentences": [...]}``; each sentence has
+    ``id``, ``text``, ``words``, ``d_k``, ``description`` and
+    ``weights[scaling][masking][t]``, where ``scaling`` is ``"scaled"`` or
+    ``"unscaled"``, ``masking`` is ``"causal"`` or ``"full"`` and ``t`` indexes
+    ``temperatures``. Each entry is a ``T x T`` list of rows (row = query, column =
+    key) from [`explorer_weights`][attnlab.explorer.explorer_weights], rounded to
+    ``DECIMALS`` decimals.
+
+    Returns:
+        A dict of plain Python lists, strings, numbers and booleans.
+    """
+    sentences: list[dict[str, Any]] = []
+    for sentence in explorer_sentences():
+        weights: dict[str, dict[str, list[list[list[float]]]]] = {}
+        for scaled in (True, False):
+            scaling = "scaled" if scaled else "unscaled"
+            weights[scaling] = {}
+            for causal in (True, False):
+                masking = "causal" if causal else "full"
+                weights[scaling][masking] = [
+                    _rounded(
+                        explorer_weights(
+                            sentence.queries,
+                            sentence.keys,
+                            scaled=scaled,
+                            causal=causal,
+                            temperature=temperature,
+                        )
+                    )
+                    for temperature in TEMPERATURES
+                ]
+        sentences.append(
+            {
+                "id": sentence.id,
+                "text": sentence.text,
+                "words": list(sentence.words),
+                "d_k": sentence.keys.shape[-1],
+                "description": sentence.description,
+                "weights": weights,
+            }
+        )
+    return {"decimals": DECIMALS, "temperatures": list(TEMPERATURES), "sentences": sentences}

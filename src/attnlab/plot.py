@@ -1,0 +1,408 @@
+"""Pictures of attention, drawn from the package's own tensors.
+
+Needs the ``plot`` extra (matplotlib); ``import attnlab`` alone never imports it::
+
+    from attnlab import plot
+    fig = plot.plot_attention(attn_weights, words, words)
+
+Every function returns a :class:`matplotlib.figure.Figure` built without pyplot (no
+global figure registry to leak), or draws into the ``ax`` it is given and returns that
+axes' figure. Colours come from the active matplotlib style, so the same call renders
+for a light page (the default style) or a dark one (``dark_background``); heatmaps
+use the perceptually uniform ``viridis`` colormap.
+
+Shape legend: ``L`` queries (rows), ``S`` keys (columns), ``H`` heads, ``n`` scores.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import matplotlib as mpl
+import torch
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
+from torch import Tensor
+
+from ._validation import check_tensor, format_shape
+
+__all__ = [
+    "plot_attention",
+    "plot_heads",
+    "plot_mask",
+    "plot_softmax_scaling",
+    "plot_variance_vs_dim",
+]
+
+CMAP = "viridis"
+
+
+def _check_rank(name: str, tensor: Tensor, rank: int, wanted: str) -> None:
+    if tensor.dim() != rank:
+        raise ValueError(f"{name} must have shape {wanted}; got shape {format_shape(tensor.shape)}")
+
+
+def _check_labels(name: str, labels: Sequence[str] | None, size: int, dim: str) -> list[str]:
+    if labels is None:
+        return [str(i + 1) for i in range(size)]
+    if len(labels) != size:
+        raise ValueError(f"{name} must have {size} entries (the size of {dim}); got {len(labels)}")
+    return [str(label) for label in labels]
+
+
+def _new_axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
+    if ax is not None:
+        root = ax.get_figure(root=True)
+        if root is None:
+            raise ValueError("ax must belong to a figure")
+        return root, ax
+    fig = Figure(figsize=figsize, layout="constrained")
+    return fig, fig.add_subplot()
+
+
+def _text_colour(value: float, vmin: float, vmax: float) -> str:
+    """Black on the bright end of viridis, white on the dark end, whatever the page theme."""
+    level = 0.5 if vmax == vmin else (value - vmin) / (vmax - vmin)
+    return "black" if level > 0.55 else "white"
+
+
+def _heatmap(
+    ax: Axes,
+    matrix: Tensor,
+    row_labels: list[str],
+    col_labels: list[str],
+    *,
+    annotate: bool,
+    decimals: int,
+    vmin: float | None,
+    vmax: float | None,
+) -> AxesImage:
+    data = matrix.detach().to(torch.float64).cpu()
+    low = float(data.min()) if vmin is None else vmin
+    high = float(data.max()) if vmax is None else vmax
+    image = ax.imshow(data.numpy(), cmap=CMAP, vmin=low, vmax=high, aspect="auto")
+    ax.set_xticks(range(len(col_labels)), col_labels, rotation=45, ha="right")
+    ax.set_yticks(range(len(row_labels)), row_labels)
+    ax.tick_params(length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    if annotate:
+        for i in range(data.shape[0]):
+            for j in range(data.shape[1]):
+                value = float(data[i, j])
+                ax.text(
+                    j,
+                    i,
+                    f"{value:.{decimals}f}",
+                    ha="center",
+                    va="center",
+                    fontsize="small",
+                    color=_text_colour(value, low, high),
+                )
+    return image
+
+
+def plot_attention(
+    weights: Tensor,
+    row_labels: Sequence[str] | None = None,
+    col_labels: Sequence[str] | None = None,
+    *,
+    title: str | None = None,
+    ax: Axes | None = None,
+    annotate: bool = True,
+    decimals: int = 2,
+    xlabel: str = "key",
+    ylabel: str = "query",
+    vmin: float | None = None,
+    vmax: float | None = None,
+    colorbar: bool = True,
+) -> Figure:
+    """Draw a matrix (attention weights, scores, embeddings) as a labelled heatmap.
+
+    Row ``i`` is query ``i`` and column ``j`` is key ``j``, as in ``attn_weights[i, j]``.
+
+    Args:
+        weights: The matrix to draw, shape ``(L, S)``.
+        row_labels: One label per row (the query tokens); default ``1..L``.
+        col_labels: One label per column (the key tokens); default ``1..S``.
+        title: Axes title.
+        ax: Draw into this axes instead of a new figure.
+        annotate: Write each value, rounded to ``decimals``, in its cell.
+        decimals: Digits after the point for the annotations.
+        xlabel: Label of the column axis.
+        ylabel: Label of the row axis.
+        vmin: Value at the dark end of the colormap; default the matrix minimum.
+        vmax: Value at the bright end of the colormap; default the matrix maximum.
+        colorbar: Add a colorbar beside the heatmap.
+
+    Returns:
+        The figure holding the heatmap (``ax.figure`` when ``ax`` is given).
+
+    Raises:
+        TypeError: ``weights`` is not a tensor.
+        ValueError: ``weights`` is not 2-D, or a label list has the wrong length.
+
+    Shape:
+        - weights: ``(L, S)``
+        - row_labels: ``L`` strings; col_labels: ``S`` strings
+    """
+    weights = check_tensor("weights", weights)
+    _check_rank("weights", weights, 2, "(L, S)")
+    L, S = weights.shape
+    rows = _check_labels("row_labels", row_labels, L, "weights' dim 0 (L)")
+    cols = _check_labels("col_labels", col_labels, S, "weights' dim 1 (S)")
+    fig, ax = _new_axes(ax, (1.0 + 0.75 * S, 0.8 + 0.55 * L))
+    image = _heatmap(
+        ax, weights, rows, cols, annotate=annotate, decimals=decimals, vmin=vmin, vmax=vmax
+    )
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title is not None:
+        ax.set_title(title)
+    if colorbar:
+        fig.colorbar(image, ax=ax, shrink=0.9)
+    return fig
+
+
+def plot_mask(
+    mask: Tensor,
+    row_labels: Sequence[str] | None = None,
+    col_labels: Sequence[str] | None = None,
+    *,
+    title: str | None = None,
+    ax: Axes | None = None,
+) -> Figure:
+    """Draw a boolean attention mask: bright cells may attend, dark cells are masked.
+
+    The polarity is PyTorch SDPA's: ``True`` = may attend.
+
+    Args:
+        mask: Boolean mask, shape ``(L, S)``.
+        row_labels: One label per query; default ``1..L``.
+        col_labels: One label per key; default ``row_labels`` when ``L == S``, else ``1..S``.
+        title: Axes title.
+        ax: Draw into this axes instead of a new figure.
+
+    Returns:
+        The figure holding the mask.
+
+    Raises:
+        TypeError: ``mask`` is not a boolean tensor.
+        ValueError: ``mask`` is not 2-D, or a label list has the wrong length.
+
+    Shape:
+        - mask: ``(L, S)``, ``torch.bool``
+    """
+    mask = check_tensor("mask", mask)
+    if mask.dtype != torch.bool:
+        raise TypeError(f"mask must be a boolean tensor (True = may attend); got {mask.dtype}")
+    _check_rank("mask", mask, 2, "(L, S)")
+    L, S = mask.shape
+    rows = _check_labels("row_labels", row_labels, L, "mask's dim 0 (L)")
+    if col_labels is None and L == S:
+        col_labels = rows
+    cols = _check_labels("col_labels", col_labels, S, "mask's dim 1 (S)")
+    fig, ax = _new_axes(ax, (1.6 + 0.6 * S, 0.8 + 0.5 * L))
+    cmap = mpl.colors.ListedColormap([mpl.colormaps[CMAP](0.1), mpl.colormaps[CMAP](0.85)])
+    image = ax.imshow(mask.to(torch.float64).numpy(), cmap=cmap, vmin=0, vmax=1, aspect="auto")
+    ax.set_xticks(range(S), cols, rotation=45, ha="right")
+    ax.set_yticks(range(L), rows)
+    ax.tick_params(length=0)
+    ax.set_xlabel("key")
+    ax.set_ylabel("query")
+    if title is not None:
+        ax.set_title(title)
+    colorbar = fig.colorbar(image, ax=ax, ticks=[0.25, 0.75], shrink=0.6)
+    colorbar.ax.set_yticklabels(["masked\n(False)", "may attend\n(True)"])
+    colorbar.ax.tick_params(length=0)
+    return fig
+
+
+def plot_heads(
+    weights: Tensor,
+    row_labels: Sequence[str] | None = None,
+    col_labels: Sequence[str] | None = None,
+    *,
+    titles: Sequence[str] | None = None,
+    annotate: bool = False,
+    decimals: int = 2,
+) -> Figure:
+    """Draw one attention map per head, side by side, on one shared colour scale.
+
+    The figure has ``H`` heatmap axes and one colorbar axes.
+
+    Args:
+        weights: Per-head attention weights, shape ``(H, L, S)``.
+        row_labels: One label per query; default ``1..L``.
+        col_labels: One label per key; default ``row_labels`` when ``L == S``, else ``1..S``.
+        titles: One title per head; default ``head 1 .. head H``.
+        annotate: Write each value, rounded to ``decimals``, in its cell.
+        decimals: Digits after the point for the annotations.
+
+    Returns:
+        A new figure with ``H + 1`` axes.
+
+    Raises:
+        TypeError: ``weights`` is not a tensor.
+        ValueError: ``weights`` is not 3-D, or a label list has the wrong length.
+
+    Shape:
+        - weights: ``(H, L, S)``
+    """
+    weights = check_tensor("weights", weights)
+    _check_rank("weights", weights, 3, "(H, L, S)")
+    H, L, S = weights.shape
+    rows = _check_labels("row_labels", row_labels, L, "weights' dim 1 (L)")
+    if col_labels is None and L == S:
+        col_labels = rows
+    cols = _check_labels("col_labels", col_labels, S, "weights' dim 2 (S)")
+    heads = _check_labels("titles", titles, H, "weights' dim 0 (H)")
+    if titles is None:
+        heads = [f"head {h + 1}" for h in range(H)]
+    low, high = float(weights.min()), float(weights.max())
+    fig = Figure(figsize=(1.2 + H * (0.6 + 0.45 * S), 1.2 + 0.45 * L), layout="constrained")
+    axes = fig.subplots(1, H, sharey=True, squeeze=False)[0]
+    images = [
+        _heatmap(
+            ax, weights[h], rows, cols, annotate=annotate, decimals=decimals, vmin=low, vmax=high
+        )
+        for h, ax in enumerate(axes)
+    ]
+    for h, ax in enumerate(axes):
+        ax.set_title(heads[h])
+        ax.set_xlabel("key")
+    axes[0].set_ylabel("query")
+    fig.colorbar(images[0], ax=list(axes), shrink=0.9)
+    return fig
+
+
+def plot_softmax_scaling(
+    scores: Tensor,
+    factors: Sequence[float],
+    labels: Sequence[str] | None = None,
+    *,
+    title: str | None = None,
+    ax: Axes | None = None,
+) -> Figure:
+    """Show how ``softmax(scores * factor)`` sharpens towards the largest score.
+
+    One group of bars per score, one bar per factor; the peak of each factor's
+    distribution is written above its bar.
+
+    Args:
+        scores: The raw scores, shape ``(n,)``.
+        factors: Positive multipliers, e.g. ``[1, 8]`` (or ``1 / sqrt(d_k)`` to undo one).
+        labels: One label per score; default ``1..n``.
+        title: Axes title.
+        ax: Draw into this axes instead of a new figure.
+
+    Returns:
+        The figure holding the bar chart.
+
+    Raises:
+        TypeError: ``scores`` is not a floating-point tensor.
+        ValueError: ``scores`` is not 1-D, ``factors`` is empty or not positive, or
+            ``labels`` has the wrong length.
+
+    Shape:
+        - scores: ``(n,)``
+    """
+    scores = check_tensor("scores", scores)
+    _check_rank("scores", scores, 1, "(n,)")
+    if not scores.is_floating_point():
+        raise TypeError(f"scores must be a floating-point tensor; got dtype {scores.dtype}")
+    if len(factors) == 0 or any(not factor > 0 for factor in factors):
+        raise ValueError(f"factors must be a non-empty list of positive numbers; got {factors}")
+    n = scores.shape[0]
+    names = _check_labels("labels", labels, n, "scores (n)")
+    fig, ax = _new_axes(ax, (1.5 + 0.9 * n, 3.2))
+    width = 0.8 / len(factors)
+    cmap = mpl.colormaps[CMAP]
+    for k, factor in enumerate(factors):
+        probs = torch.softmax(scores.detach().to(torch.float64) * factor, dim=0)
+        xs = [i + (k - (len(factors) - 1) / 2) * width for i in range(n)]
+        colour = cmap(0.15 + 0.7 * k / max(len(factors) - 1, 1))
+        ax.bar(xs, probs.tolist(), width=width, color=colour, label=f"× {factor:g}")
+        peak = int(probs.argmax())
+        ax.annotate(
+            f"{float(probs[peak]):.2f}",
+            (xs[peak], float(probs[peak])),
+            xytext=(0, 2),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            fontsize="small",
+        )
+    ax.set_xticks(range(n), names)
+    ax.set_ylim(0, 1.08)
+    ax.set_ylabel("softmax weight")
+    ax.legend(title="scores", frameon=False)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    if title is not None:
+        ax.set_title(title)
+    return fig
+
+
+def plot_variance_vs_dim(
+    dims: Sequence[int],
+    variances_unscaled: Sequence[float] | Tensor,
+    variances_scaled: Sequence[float] | Tensor,
+    *,
+    title: str | None = None,
+    ax: Axes | None = None,
+) -> Figure:
+    """Plot the variance of ``q · k`` against the dimension, before and after scaling.
+
+    For entries with unit variance, ``var(q · k) = d`` grows with the dimension, and
+    ``var(q · k / sqrt(d)) = 1`` does not; both axes are logarithmic, and the
+    lines ``y = d`` and ``y = 1`` are drawn for reference.
+
+    Args:
+        dims: The dimensions ``d`` that were sampled, all positive.
+        variances_unscaled: Measured ``var(q · k)`` per dimension.
+        variances_scaled: Measured ``var(q · k / sqrt(d))`` per dimension.
+        title: Axes title.
+        ax: Draw into this axes instead of a new figure.
+
+    Returns:
+        The figure holding the plot.
+
+    Raises:
+        ValueError: The three sequences differ in length, are empty, or a dimension
+            is not positive.
+
+    Shape:
+        - dims, variances_unscaled, variances_scaled: ``(n,)`` each
+    """
+    dim_list = [int(d) for d in dims]
+    unscaled = [float(v) for v in variances_unscaled]
+    scaled = [float(v) for v in variances_scaled]
+    if not dim_list or any(d <= 0 for d in dim_list):
+        raise ValueError(f"dims must be a non-empty list of positive ints; got {dim_list}")
+    for name, values in (("variances_unscaled", unscaled), ("variances_scaled", scaled)):
+        if len(values) != len(dim_list):
+            raise ValueError(
+                f"{name} must have one entry per dim ({len(dim_list)}); got {len(values)}"
+            )
+    fig, ax = _new_axes(ax, (5.0, 3.4))
+    cmap = mpl.colormaps[CMAP]
+    ax.plot(dim_list, dim_list, linestyle=":", color="grey", label="y = d")
+    ax.plot(dim_list, [1.0] * len(dim_list), linestyle="--", color="grey", label="y = 1")
+    ax.plot(dim_list, unscaled, marker="o", color=cmap(0.2), label="q · k")
+    ax.plot(dim_list, scaled, marker="s", color=cmap(0.75), label="q · k / √d")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("dimension d")
+    ax.set_ylabel("variance")
+    low = min([*unscaled, *scaled, 1.0])
+    high = max([*unscaled, *scaled, *map(float, dim_list)])
+    ax.set_ylim(2 ** math.floor(math.log2(low)), 2 ** math.ceil(math.log2(high) + 0.5))
+    ax.legend(frameon=False)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    if title is not None:
+        ax.set_title(title)
+    return fig

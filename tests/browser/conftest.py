@@ -1,0 +1,105 @@
+"""Fixtures for the browser tests: the built site served on 127.0.0.1, and one Chromium.
+
+The site is the session's ``built_site`` (built once, in ``tests/conftest.py``),
+served by a threaded ``http.server`` on a free port. The browser is Debian's
+Chromium (``/usr/bin/chromium``, or ``$CHROMIUM``) driven by Playwright; the tests
+never run ``playwright install``. Without a browser the tests skip with the reason,
+except under ``CI=true``, where a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+VIEWPORT = {"width": 1280, "height": 900}
+
+
+def no_browser(reason: str) -> None:
+    """Skip loudly; under ``CI=true`` fail instead, since CI must run these tests."""
+    message = f"BROWSER TESTS NOT RUN: {reason}"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{message} (CI=true: a browser is required)", pytrace=False)
+    pytest.skip(message)
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
+def site_url(built_site: Path) -> Iterator[str]:
+    """Serve the built site on 127.0.0.1 (a free port); yield its base URL, ending in /."""
+    handler = functools.partial(_QuietHandler, directory=str(built_site))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="site-server", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the whole session."""
+    try:
+        from playwright.sync_api import Error, sync_playwright
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        no_browser(f"the playwright package is not installed ({err})")
+    if not Path(CHROMIUM).is_file():
+        no_browser(
+            f"no Chromium at {CHROMIUM} (install Debian's `chromium` package, "
+            "as `make setup` does, or point $CHROMIUM at one)"
+        )
+    manager = sync_playwright().start()
+    try:
+        try:
+            chromium = manager.chromium.launch(
+                executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
+            )
+        except Error as err:
+            no_browser(f"Chromium at {CHROMIUM} did not start: {err}")
+        yield chromium
+        chromium.close()
+    finally:
+        manager.stop()
+
+
+@pytest.fixture(scope="session")
+def screenshot_dir() -> Path:
+    """``artifacts/screenshots`` under the repository root (gitignored)."""
+    directory = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def new_context(browser: Any) -> Iterator[Any]:
+    """A factory for fresh browser contexts (own storage; light scheme unless asked).
+
+    Every context made is closed at the end of the session.
+    """
+    contexts: list[Any] = []
+
+    def make(color_scheme: str = "light") -> Any:
+        context = browser.new_context(viewport=VIEWPORT, color_scheme=color_scheme)
+        context.set_default_timeout(15_000)
+        contexts.append(context)
+        return context
+
+    yield make
+    for context in contexts:
+        context.close()

@@ -1,0 +1,388 @@
+"""Every page of the built site, opened in Chromium: math, code, network, links, images, a11y.
+
+Pages are listed at collection time from the sources (``docs/**/*.md`` and the
+notebooks mkdocs-jupyter includes), so each failure names its page;
+``test_every_built_page_is_checked`` makes sure that list matches the built site.
+Each page is opened once (light scheme); the per-check tests read that visit's report.
+A full-page screenshot of each lands in ``artifacts/screenshots/<page>.png``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urljoin, urlsplit
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.browser
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DOCS = REPO_ROOT / "docs"
+AXE_BLOCKING = {"serious", "critical"}
+RAW_MATH = ("\\(", "\\)", "\\[", "\\]", "$$", "\\frac")
+
+
+# --- which pages exist --------------------------------------------------------------
+
+
+class _TolerantLoader(yaml.SafeLoader):
+    """Read mkdocs.yml without importing what its ``!!python/name:`` tags name."""
+
+
+_TolerantLoader.add_multi_constructor("tag:yaml.org,2002:python/", lambda *_: None)
+
+
+def _notebook_patterns() -> list[str]:
+    config = yaml.load((REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"), _TolerantLoader)
+    for plugin in config.get("plugins") or []:
+        if isinstance(plugin, dict) and "mkdocs-jupyter" in plugin:
+            options = plugin["mkdocs-jupyter"] or {}
+            return list(options.get("include", ["*.py", "*.ipynb"]))
+    return []
+
+
+def _url_of(source: Path) -> str:
+    """The page URL (relative to the site root) MkDocs gives a source file."""
+    parts = source.with_suffix("").parts
+    if parts[-1] in {"index", "README"}:
+        parts = parts[:-1]
+    return "".join(f"{part}/" for part in parts)
+
+
+def source_pages() -> list[str]:
+    """URLs of every page the sources should produce: ``""`` is the home page."""
+    patterns = _notebook_patterns()
+    urls = {_url_of(path.relative_to(DOCS)) for path in DOCS.rglob("*.md")}
+    for path in DOCS.rglob("*"):
+        relative = path.relative_to(DOCS).as_posix()
+        if path.suffix in {".py", ".ipynb"} and any(
+            fnmatch.fnmatch(relative, pattern) for pattern in patterns
+        ):
+            urls.add(_url_of(path.relative_to(DOCS)))
+    return sorted(urls)
+
+
+def built_pages(site: Path) -> list[str]:
+    """URLs of every HTML page in the built site (404.html excluded)."""
+    return sorted(
+        "".join(f"{part}/" for part in page.relative_to(site).parent.parts)
+        for page in site.rglob("index.html")
+    )
+
+
+def slug(url: str) -> str:
+    """A file-name-safe name for a page URL: ``walkthrough--scaling``, ``home``."""
+    return url.strip("/").replace("/", "--") or "home"
+
+
+PAGES = source_pages()
+PAGE_PARAMS = [pytest.param(url, id=slug(url)) for url in PAGES]
+
+
+# --- one visit per page -------------------------------------------------------------
+
+# Waits until KaTeX and Material's copy buttons are in place (or the timeout says not).
+READY_JS = """() => {
+  const math = [...document.querySelectorAll('.arithmatex')];
+  const codes = [...document.querySelectorAll('pre > code')];
+  return document.readyState === 'complete'
+    && math.every((el) => el.querySelector('.katex'))
+    && codes.every((code) => code.parentElement.querySelector('.md-clipboard'));
+}"""
+
+# Text a reader sees in the content, minus code, scripts and KaTeX's own markup.
+COLLECT_JS = """() => {
+  const skip = 'pre, code, script, style, textarea, noscript, .katex';
+  function visibleText(root) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    const parts = [];
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (!node.parentElement.closest(skip)) parts.push(node.textContent);
+    }
+    return parts.join(' ');
+  }
+  const content = document.querySelector('.md-content');
+  const images = [...document.querySelectorAll('img')].map((img) => ({
+    src: img.currentSrc || img.src,
+    shown: img.getClientRects().length > 0 && getComputedStyle(img).visibility !== 'hidden',
+    complete: img.complete,
+    naturalWidth: img.naturalWidth,
+  }));
+  return {
+    text: content ? visibleText(content) : '',
+    notebookText: [...document.querySelectorAll('.jupyter-wrapper')].map(visibleText).join(' '),
+    mathTotal: document.querySelectorAll('.arithmatex').length,
+    mathUnrendered: [...document.querySelectorAll('.arithmatex')]
+      .filter((el) => !el.querySelector('.katex'))
+      .map((el) => el.textContent.slice(0, 80)),
+    codeTotal: document.querySelectorAll('pre > code').length,
+    codeWithoutCopy: [...document.querySelectorAll('pre > code')]
+      .filter((code) => !code.parentElement.querySelector('.md-clipboard'))
+      .map((code) => code.textContent.slice(0, 60)),
+    images: images,
+  };
+}"""
+
+EAGER_IMAGES_JS = """() => {
+  document.querySelectorAll('img[loading="lazy"]').forEach((img) => { img.loading = 'eager'; });
+}"""
+
+IMAGES_DONE_JS = "() => [...document.querySelectorAll('img')].every((img) => img.complete)"
+
+
+@dataclass
+class PageReport:
+    """What one visit of a page saw."""
+
+    url: str
+    ready: bool = False
+    data: dict[str, Any] = field(default_factory=dict)
+    requests: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    axe_violations: list[dict[str, Any]] = field(default_factory=list)
+
+
+def visit(context: Any, base: str, url: str, screenshot: Path) -> PageReport:
+    """Open ``url`` in a fresh page of ``context`` and record everything the checks need."""
+    report = PageReport(url)
+    page = context.new_page()
+    page.on("request", lambda request: report.requests.append(request.url))
+    page.on(
+        "console",
+        lambda msg: report.console_errors.append(f"console.{msg.type}: {msg.text}")
+        if msg.type == "error"
+        else None,
+    )
+    page.on("pageerror", lambda error: report.console_errors.append(f"uncaught: {error}"))
+    page.on(
+        "requestfailed",
+        lambda request: report.failed.append(f"{request.url}: {request.failure}"),
+    )
+    page.on(
+        "response",
+        lambda response: report.failed.append(f"{response.url}: HTTP {response.status}")
+        if response.status >= 400
+        else None,
+    )
+    try:
+        page.goto(base + url, wait_until="load")
+        try:
+            page.wait_for_function(READY_JS, timeout=5_000)
+            report.ready = True
+        except Exception:  # the checks below say what is missing
+            report.ready = False
+        page.evaluate(EAGER_IMAGES_JS)
+        try:
+            page.wait_for_function(IMAGES_DONE_JS, timeout=5_000)
+        except Exception:
+            pass  # the image check reports the ones that never loaded
+        page.wait_for_load_state("networkidle")
+        report.data = page.evaluate(COLLECT_JS)
+        report.axe_violations = run_axe(page)
+        page.screenshot(path=str(screenshot), full_page=True)
+    finally:
+        page.close()
+    return report
+
+
+def run_axe(page: Any) -> list[dict[str, Any]]:
+    """Run axe-core (shipped by axe-playwright-python) on ``page``; return all violations."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page, options={"resultTypes": ["violations"]})
+    return list(results.response["violations"])
+
+
+@pytest.fixture(scope="module")
+def reports(new_context: Any, site_url: str, screenshot_dir: Path) -> Any:
+    """Visit each page once, on first request, in one shared light-scheme context."""
+    context = new_context("light")
+    cache: dict[str, PageReport] = {}
+
+    def report_for(url: str) -> PageReport:
+        if url not in cache:
+            cache[url] = visit(context, site_url, url, screenshot_dir / f"{slug(url)}.png")
+        return cache[url]
+
+    return report_for
+
+
+@pytest.fixture
+def report(url: str, reports: Any, built_site: Path) -> PageReport:
+    """The report of the visit of the page under test (``url`` comes from parametrize)."""
+    if not (built_site / url / "index.html").is_file():
+        pytest.fail(f"page {url or '/'} was not built", pytrace=False)
+    result: PageReport = reports(url)
+    return result
+
+
+# --- the checks ---------------------------------------------------------------------
+
+
+def test_every_built_page_is_checked(built_site: Path) -> None:
+    """The pages listed from the sources are exactly the pages in the built site."""
+    assert built_pages(built_site) == PAGES
+
+
+@pytest.mark.parametrize("url", PAGE_PARAMS)
+def test_math_is_rendered_by_katex(report: PageReport) -> None:
+    """Every formula has KaTeX markup and no raw TeX delimiter is left in the text."""
+    data = report.data
+    assert not data["mathUnrendered"], f"formulas KaTeX did not render: {data['mathUnrendered']}"
+    leftovers = [marker for marker in RAW_MATH if marker in data["text"]]
+    assert not leftovers, f"raw TeX left in the page text: {leftovers}"
+    notebook = data["notebookText"]
+    if "$" in notebook:
+        # a `$` followed by a TeX command on a notebook page: math left unrendered
+        import re
+
+        raw = re.findall(r"\$[^$\n]{0,40}\\[A-Za-z]+", notebook)
+        assert not raw, f"raw $...$ math left in the notebook: {raw[:5]}"
+
+
+@pytest.mark.parametrize("url", PAGE_PARAMS)
+def test_code_blocks_have_copy_buttons(report: PageReport) -> None:
+    """Material put a copy button on every ``pre > code`` block."""
+    missing = report.data["codeWithoutCopy"]
+    assert not missing, f"{len(missing)} of {report.data['codeTotal']} blocks lack one: {missing}"
+
+
+@pytest.mark.parametrize("url", PAGE_PARAMS)
+def test_nothing_leaves_localhost_or_fails(report: PageReport) -> None:
+    """No request to another host, no console error, no failed request or 4xx/5xx."""
+    foreign = [
+        url
+        for url in report.requests
+        if urlsplit(url).scheme in {"http", "https", "ws", "wss"}
+        and urlsplit(url).hostname != "127.0.0.1"
+    ]
+    assert not foreign, f"requests that leave 127.0.0.1: {foreign}"
+    assert not report.console_errors, "\n".join(report.console_errors)
+    assert not report.failed, "failed resources:\n" + "\n".join(report.failed)
+
+
+@pytest.mark.parametrize("url", PAGE_PARAMS)
+def test_images_load(report: PageReport) -> None:
+    """Every shown image decoded; every image's file (both palettes' ones) is served."""
+    broken = [
+        image["src"]
+        for image in report.data["images"]
+        if image["shown"] and not (image["complete"] and image["naturalWidth"] > 0)
+    ]
+    assert not broken, f"images shown but not loaded: {broken}"
+    missing = []
+    for image in report.data["images"]:
+        if image["src"].startswith("data:"):
+            continue
+        try:
+            with urllib.request.urlopen(image["src"], timeout=10) as response:
+                status = response.status
+        except urllib.error.HTTPError as err:
+            status = err.code
+        if status != 200:
+            missing.append(f"{image['src']}: HTTP {status}")
+    assert not missing, f"image files not served: {missing}"
+
+
+def _describe(violation: dict[str, Any]) -> str:
+    targets = "; ".join(", ".join(map(str, node["target"])) for node in violation["nodes"][:8])
+    return f"{violation['id']} ({violation['impact']}): {violation['help']} -> {targets}"
+
+
+@pytest.mark.parametrize("url", PAGE_PARAMS)
+def test_no_serious_accessibility_violations(report: PageReport) -> None:
+    """axe-core finds no serious or critical violation."""
+    blocking = [v for v in report.axe_violations if v.get("impact") in AXE_BLOCKING]
+    assert not blocking, "axe-core violations:\n" + "\n".join(map(_describe, blocking))
+
+
+# --- links and anchors (from the built HTML; no browser needed) ----------------------
+
+
+class _LinkCollector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attr = dict(attrs)
+        if attr.get("id"):
+            self.ids.add(str(attr["id"]))
+        if tag == "a" and attr.get("name"):
+            self.ids.add(str(attr["name"]))
+        if tag == "a" and attr.get("href") is not None:
+            self.hrefs.append(str(attr["href"]))
+
+
+_PARSED: dict[Path, _LinkCollector] = {}
+
+
+def _parse(path: Path) -> _LinkCollector:
+    if path not in _PARSED:
+        collector = _LinkCollector()
+        collector.feed(path.read_text(encoding="utf-8"))
+        _PARSED[path] = collector
+    return _PARSED[path]
+
+
+def broken_links(site: Path, url: str) -> list[str]:
+    """Internal links of page ``url`` whose file or ``#fragment`` does not exist."""
+    base = "http://127.0.0.1/"
+    page_file = site / url / "index.html"
+    problems = []
+    for href in _parse(page_file).hrefs:
+        target = urlsplit(urljoin(base + url, href))
+        if target.scheme not in {"http", "https"} or target.hostname != "127.0.0.1":
+            continue  # external, mailto:, javascript:, ...
+        path = site / unquote(target.path).lstrip("/")
+        if path.is_dir():
+            path = path / "index.html"
+        if not path.is_file():
+            problems.append(f"{href}: no file {path.relative_to(site)}")
+            continue
+        fragment = unquote(target.fragment)
+        if fragment and path.suffix == ".html" and fragment not in _parse(path).ids:
+            problems.append(f"{href}: no id {fragment!r} in {path.relative_to(site)}")
+    return problems
+
+
+@pytest.mark.parametrize("url", PAGE_PARAMS)
+def test_internal_links_and_anchors_resolve(built_site: Path, url: str) -> None:
+    """Every link within the site names an existing file and, if any, an existing id."""
+    if not (built_site / url / "index.html").is_file():
+        pytest.fail(f"page {url or '/'} was not built", pytrace=False)
+    problems = broken_links(built_site, url)
+    assert not problems, "broken internal links:\n" + "\n".join(problems)
+
+
+def test_link_checker_catches_a_missing_anchor(tmp_path: Path) -> None:
+    """The link checker reports a missing file and a missing fragment, and accepts good ones."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "index.html").write_text(
+        '<h2 id="here">x</h2><a href="#here">ok</a><a href="#gone">bad</a>'
+        '<a href="../b/">missing page</a><a href="https://example.org/#x">external</a>',
+        encoding="utf-8",
+    )
+    assert broken_links(tmp_path, "a/") == [
+        "#gone: no id 'gone' in a/index.html",
+        "../b/: no file b",
+    ]
+
+
+def test_page_list_follows_mkdocs_urls() -> None:
+    """Source paths map to MkDocs' directory URLs."""
+    assert _url_of(Path("index.md")) == ""
+    assert _url_of(Path("walkthrough/scaling.md")) == "walkthrough/scaling/"
+    assert _url_of(Path("notebooks/index.md")) == "notebooks/"
+    assert _url_of(Path("notebooks/causal-mask.py")) == "notebooks/causal-mask/"
+    assert slug("") == "home"
+    assert slug("walkthrough/scaling/") == "walkthrough--scaling"
