@@ -124,14 +124,14 @@ def softmax_scaling() -> Figure:
 
 @functools.cache
 def _dot_variances() -> tuple[list[int], list[float], list[float]]:
-    """Measured variance of ``q · k`` and ``q · k / sqrt(d)``, 4000 seeded draws per ``d``."""
-    generator = torch.Generator().manual_seed(0)
-    dims = [2**i for i in range(1, 11)]
+    """Variance of ``q · k`` and ``q · k / sqrt(d)``: the scaling chapter's seeded draws."""
+    generator = torch.Generator().manual_seed(123)
+    dims = [1, 4, 5, 16, 64, 100, 256]
     unscaled, scaled = [], []
     for d in dims:
-        q = torch.randn(4000, d, generator=generator, dtype=torch.float64)  # (4000, d)
-        k = torch.randn(4000, d, generator=generator, dtype=torch.float64)  # (4000, d)
-        dots = (q * k).sum(dim=-1)  # (4000,)
+        q = torch.randn(10_000, d, generator=generator, dtype=torch.float64)  # (n, d)
+        k = torch.randn(10_000, d, generator=generator, dtype=torch.float64)  # (n, d)
+        dots = (q * k).sum(dim=-1)  # (n,)
         unscaled.append(float(dots.var()))
         scaled.append(float((dots / math.sqrt(d)).var()))
     return dims, unscaled, scaled
@@ -197,43 +197,61 @@ def causal_mask() -> Figure:
 
 
 def causal_weights() -> Figure:
-    """Causal attention weights of "Your journey starts with one step" (scale 1/sqrt(3))."""
-    words, inputs = examples.your_journey()
-    attn_weights = attnlab.attention_weights(inputs, inputs, is_causal=True)  # (6, 6)
-    return plot.plot_attention(attn_weights, words, words, title="is_causal=True")
+    """``SelfAttentionV2(3, 2)`` weights (seed 789) on "Your journey…", unmasked and causal."""
+
+    def build() -> Figure:
+        words, inputs = examples.your_journey()
+        module = attnlab.SelfAttentionV2(3, 2)
+        with torch.no_grad():
+            queries, keys = module.W_query(inputs), module.W_key(inputs)  # (6, 2) each
+            full = attnlab.attention_weights(queries, keys)  # (6, 6)
+            causal = attnlab.attention_weights(queries, keys, is_causal=True)  # (6, 6)
+        fig, (left, right) = _side_by_side(10.0, 4.0)
+        plot.plot_attention(
+            full, words, words, ax=left, vmin=0, vmax=1, colorbar=False, title="no mask"
+        )
+        plot.plot_attention(
+            causal, words, words, ax=right, vmin=0, vmax=1, title="causal: keys j <= i only"
+        )
+        return fig
+
+    return _seeded(789, build)
 
 
 def multi_head() -> Figure:
-    """Per-head weights of ``MultiHeadAttention(16, 24, num_heads=3)``, seed 123."""
+    """Per-head weights of the multi-head chapter's three stacked heads (seed 123)."""
 
     def build() -> Figure:
         sentence = examples.life_is_short()
-        module = attnlab.MultiHeadAttention(16, 24, num_heads=3)
-        with torch.no_grad():
-            _, attn_weights = module(
-                sentence.inputs, need_weights=True, average_attn_weights=False
-            )  # (3, 6, 6)
+        inputs = sentence.inputs  # (6, 16)
+        torch.rand(24, 16), torch.rand(24, 16), torch.rand(28, 16)  # the single-head draws
+        W_query = torch.rand(3, 24, 16)  # (H, d_q, d)
+        W_key = torch.rand(3, 24, 16)  # (H, d_k, d)
+        queries = inputs @ W_query.transpose(-2, -1)  # (6, 16) @ (3, 16, 24) -> (3, 6, 24)
+        keys = inputs @ W_key.transpose(-2, -1)  # (3, 6, 24)
+        attn_weights = attnlab.attention_weights(queries, keys)  # (3, 6, 6), scale 1/sqrt(24)
         return plot.plot_heads(attn_weights, sentence.words)
 
     return _seeded(123, build)
 
 
 def cross_attention() -> Figure:
-    """Cross-attention from "Life is short, eat dessert first" to 8 seeded context tokens."""
+    """Cross-attention weights from "Life is short…" to the 8 tokens of ``second_sequence()``."""
 
     def build() -> Figure:
         sentence = examples.life_is_short()
-        context = torch.rand(8, 16)  # (S, d_context), the second sequence
-        module = attnlab.CrossAttention(16, 16, 24)
-        with torch.no_grad():
-            _, attn_weights = module(sentence.inputs, context, need_weights=True)  # (6, 8)
+        context = examples.second_sequence()  # (S, d) = (8, 16)
+        W_query, W_key = torch.rand(24, 16), torch.rand(24, 16)  # (d_q, d), (d_k, d)
+        queries = sentence.inputs @ W_query.transpose(-2, -1)  # (6, 24)
+        keys = context @ W_key.transpose(-2, -1)  # (8, 24)
+        attn_weights = attnlab.attention_weights(queries, keys)  # (6, 8), scale 1/sqrt(24)
         return plot.plot_attention(
             attn_weights,
             sentence.words,
             [f"c{j + 1}" for j in range(8)],
             xlabel="context token (key)",
             ylabel="query token",
-            title="CrossAttention(16, 16, 24), seed 123",
+            title="queries from sentence 1, keys from sequence 2",
         )
 
     return _seeded(123, build)

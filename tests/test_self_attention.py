@@ -103,3 +103,27 @@ def test_gradients_reach_every_weight() -> None:
 
 def test_repr_shows_sizes() -> None:
     assert "d_in=3, d_out=2" in repr(SelfAttentionV1(3, 2))
+
+
+@pytest.mark.parametrize("module", [SelfAttentionV1, SelfAttentionV2])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_padded_keys_are_ignored(module: type[torch.nn.Module], backend: str) -> None:
+    """With padding after 4 real tokens, real queries see exactly the 4-token sequence."""
+    torch.manual_seed(4)
+    layer = module(3, 2, backend=backend)
+    x = torch.randn(2, 6, 3)
+    real = torch.tensor([[True] * 4 + [False] * 2, [True] * 6])  # (B, T)
+    out = layer(x, key_padding_mask=real)
+    torch.testing.assert_close(out[0, :4], layer(x[0, :4]))
+    torch.testing.assert_close(out[1], layer(x[1]))
+    additive = torch.zeros(2, 6).masked_fill(~real, float("-inf"))
+    torch.testing.assert_close(layer(x, key_padding_mask=additive), out)
+
+
+def test_padding_mask_of_the_wrong_length_is_rejected() -> None:
+    layer = SelfAttentionV2(3, 2)
+    with pytest.raises(
+        ValueError,
+        match=r"key_padding_mask must broadcast to \(B, S\) = \(2, 6\); got shape \(2, 5\)",
+    ):
+        layer(torch.randn(2, 6, 3), key_padding_mask=torch.ones(2, 5, dtype=torch.bool))

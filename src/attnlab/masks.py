@@ -58,8 +58,7 @@ def mask_to_torch(mask: Tensor) -> Tensor:
     Shape:
         mask: any; output: the same.
     """
-    mask = check_tensor("mask", mask)
-    return ~mask if mask.dtype == torch.bool else mask
+    return mask_from_torch(mask)  # inverting a boolean mask is its own inverse
 
 
 def padding_to_attn_mask(key_padding_mask: Tensor, num_heads_dims: int = 0) -> Tensor:

@@ -2,7 +2,8 @@
 
 Both modules map ``(T, d_in)`` or ``(B, T, d_in)`` to ``(T, d_out)`` or
 ``(B, T, d_out)``: project the input to queries, keys and values, then attend (the
-scale is ``1 / sqrt(d_out)``, the key width). No mask: every token sees every token.
+scale is ``1 / sqrt(d_out)``, the key width). Every token sees every token, except
+keys marked as padding by an optional ``key_padding_mask``.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ._validation import check_features, check_positive_int
+from ._validation import check_features, check_key_padding_mask, check_positive_int
 from .backends import Backend, attend, check_backend
+from .masks import padding_to_attn_mask
 
 __all__ = ["SelfAttentionV1", "SelfAttentionV2"]
 
@@ -43,13 +45,30 @@ class SelfAttentionV1(nn.Module):
         self.W_key = nn.Parameter(torch.rand(d_in, d_out))
         self.W_value = nn.Parameter(torch.rand(d_in, d_out))
 
-    def forward(self, x: Tensor) -> Tensor:
-        """Attend over the tokens of ``x``; see the class docstring for shapes."""
-        check_features("x", x, self.d_in)
+    def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
+        """Attend over the tokens of ``x``.
+
+        Args:
+            x: The input tokens.
+            key_padding_mask: Optional, one entry per token: bool with ``True`` = real
+                token (may be attended to), ``False`` = padding; or float, added to the
+                scores. The **opposite** of ``nn.MultiheadAttention``'s boolean
+                convention.
+
+        Returns:
+            The context vectors.
+
+        Shape:
+            x: ``(T, d_in)`` or ``(B, T, d_in)``; key_padding_mask: ``(T,)`` or
+            ``(B, T)``; output: ``(T, d_out)`` or ``(B, T, d_out)``.
+        """
+        attn_mask = _padding_mask(x, self.d_in, key_padding_mask)  # (..., 1, T) or None
         queries = x @ self.W_query  # (..., T, d_out)
         keys = x @ self.W_key  # (..., T, d_out)
         values = x @ self.W_value  # (..., T, d_out)
-        return attend(queries, keys, values, backend=self.backend)  # (..., T, d_out)
+        return attend(
+            queries, keys, values, attn_mask=attn_mask, backend=self.backend
+        )  # (..., T, d_out)
 
     @classmethod
     def from_v2(cls, v2: SelfAttentionV2) -> SelfAttentionV1:
@@ -113,14 +132,40 @@ class SelfAttentionV2(nn.Module):
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
 
-    def forward(self, x: Tensor) -> Tensor:
-        """Attend over the tokens of ``x``; see the class docstring for shapes."""
-        check_features("x", x, self.d_in)
+    def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
+        """Attend over the tokens of ``x``.
+
+        Args:
+            x: The input tokens.
+            key_padding_mask: Optional, one entry per token: bool with ``True`` = real
+                token (may be attended to), ``False`` = padding; or float, added to the
+                scores. The **opposite** of ``nn.MultiheadAttention``'s boolean
+                convention.
+
+        Returns:
+            The context vectors.
+
+        Shape:
+            x: ``(T, d_in)`` or ``(B, T, d_in)``; key_padding_mask: ``(T,)`` or
+            ``(B, T)``; output: ``(T, d_out)`` or ``(B, T, d_out)``.
+        """
+        attn_mask = _padding_mask(x, self.d_in, key_padding_mask)  # (..., 1, T) or None
         queries = self.W_query(x)  # (..., T, d_out)
         keys = self.W_key(x)  # (..., T, d_out)
         values = self.W_value(x)  # (..., T, d_out)
-        return attend(queries, keys, values, backend=self.backend)  # (..., T, d_out)
+        return attend(
+            queries, keys, values, attn_mask=attn_mask, backend=self.backend
+        )  # (..., T, d_out)
 
     def extra_repr(self) -> str:
         """Sizes and backend, shown by ``print(module)``."""
         return f"d_in={self.d_in}, d_out={self.d_out}, backend={self.backend!r}"
+
+
+def _padding_mask(x: Tensor, d_in: int, key_padding_mask: Tensor | None) -> Tensor | None:
+    """Check a module's input and turn its padding mask into an attention mask."""
+    check_features("x", x, d_in)
+    if key_padding_mask is None:
+        return None
+    check_key_padding_mask(key_padding_mask, tuple(x.shape[:-2]), x.shape[-2], x.dtype)
+    return padding_to_attn_mask(key_padding_mask)  # (..., T) -> (..., 1, T)
