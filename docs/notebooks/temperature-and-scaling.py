@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Temperature and the $1/\sqrt{d_k}$ scale
+# # Temperature and the 1/√d_k scale
 #
 # Softmax turns scores into weights, and how *peaked* the weights are depends on how
 # *spread* the scores are. Multiplying the scores by a factor $c$ (equivalently,
@@ -11,6 +11,7 @@
 # $\sqrt{d_k}$.
 
 # %%
+# %matplotlib inline
 import math
 
 import matplotlib.pyplot as plt
@@ -52,7 +53,7 @@ ax.legend(frameon=False)
 plt.show()
 
 # %% [markdown]
-# ## Why divide by $\sqrt{d_k}$
+# ## Why divide by √d_k
 #
 # For query and key entries drawn independently with mean 0 and variance 1, the dot
 # product $q \cdot k = \sum_{m=1}^{d_k} q_m k_m$ has variance $d_k$: its typical size

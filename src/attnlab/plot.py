@@ -323,7 +323,7 @@ def plot_softmax_scaling(
     for k, factor in enumerate(factors):
         probs = torch.softmax(scores.detach().to(torch.float64) * factor, dim=0)
         xs = [i + (k - (len(factors) - 1) / 2) * width for i in range(n)]
-        colour = cmap(0.15 + 0.7 * k / max(len(factors) - 1, 1))
+        colour = cmap(0.35 + 0.5 * k / max(len(factors) - 1, 1))
         ax.bar(xs, probs.tolist(), width=width, color=colour, label=f"× {factor:g}")
         peak = int(probs.argmax())
         ax.annotate(
@@ -391,7 +391,7 @@ def plot_variance_vs_dim(
     cmap = mpl.colormaps[CMAP]
     ax.plot(dim_list, dim_list, linestyle=":", color="grey", label="y = d")
     ax.plot(dim_list, [1.0] * len(dim_list), linestyle="--", color="grey", label="y = 1")
-    ax.plot(dim_list, unscaled, marker="o", color=cmap(0.2), label="q · k")
+    ax.plot(dim_list, unscaled, marker="o", color=cmap(0.35), label="q · k")
     ax.plot(dim_list, scaled, marker="s", color=cmap(0.75), label="q · k / √d")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)

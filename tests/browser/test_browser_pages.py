@@ -88,14 +88,18 @@ PAGE_PARAMS = [pytest.param(url, id=slug(url)) for url in PAGES]
 
 # --- one visit per page -------------------------------------------------------------
 
+# Material 9.8 draws its copy button as `button.md-code__button[data-md-type=copy]`
+# (older releases: `.md-clipboard`), inside the `pre` of the block.
+COPY_BUTTON = '.md-clipboard, .md-code__button[data-md-type="copy"]'
+
 # Waits until KaTeX and Material's copy buttons are in place (or the timeout says not).
 READY_JS = """() => {
   const math = [...document.querySelectorAll('.arithmatex')];
   const codes = [...document.querySelectorAll('pre > code')];
   return document.readyState === 'complete'
     && math.every((el) => el.querySelector('.katex'))
-    && codes.every((code) => code.parentElement.querySelector('.md-clipboard'));
-}"""
+    && codes.every((code) => code.parentElement.querySelector(COPY_BUTTON));
+}""".replace("COPY_BUTTON", repr(COPY_BUTTON))
 
 # Text a reader sees in the content, minus code, scripts and KaTeX's own markup.
 COLLECT_JS = """() => {
@@ -124,11 +128,11 @@ COLLECT_JS = """() => {
       .map((el) => el.textContent.slice(0, 80)),
     codeTotal: document.querySelectorAll('pre > code').length,
     codeWithoutCopy: [...document.querySelectorAll('pre > code')]
-      .filter((code) => !code.parentElement.querySelector('.md-clipboard'))
+      .filter((code) => !code.parentElement.querySelector(COPY_BUTTON))
       .map((code) => code.textContent.slice(0, 60)),
     images: images,
   };
-}"""
+}""".replace("COPY_BUTTON", repr(COPY_BUTTON))
 
 EAGER_IMAGES_JS = """() => {
   document.querySelectorAll('img[loading="lazy"]').forEach((img) => { img.loading = 'eager'; });

@@ -1,0 +1,302 @@
+"""FlashAttention's algorithm in plain PyTorch: tiles and an online softmax.
+
+The explicit computation builds the whole ``(L, S)`` matrix of scores, then its
+softmax, then multiplies by the values: memory that grows with ``L * S``.
+[`flash_attention`][attnlab.flash_attention] gives the same output while holding only
+one block of scores at a time:
+
+1. split the queries into blocks of ``Bq`` rows and the keys and values into blocks of
+   ``Bk`` rows;
+2. for one query block, visit the key blocks in order, keeping per query row a running
+   maximum ``m`` of the scores seen so far, a running sum ``l`` of ``exp(score - m)``
+   and an unnormalised output ``acc``;
+3. when a block raises a row's maximum from ``m_old`` to ``m_new``, everything summed
+   so far is multiplied by ``exp(m_old - m_new)``, which is exactly the factor that
+   turns ``exp(x - m_old)`` into ``exp(x - m_new)``;
+4. after the last block, ``acc / l`` is the attention output and ``m + log(l)`` is the
+   row's log-sum-exp.
+
+With ``is_causal=True``, key blocks that lie entirely after a query block's last row
+are never computed at all (they would only be masked away).
+
+Shape legend: ``query (N, ..., L, E)``, ``key (N, ..., S, E)``, ``value (N, ..., S, Ev)``,
+output ``(N, ..., L, Ev)``; the batch dims ``N, ...`` broadcast. Masks follow PyTorch's
+SDPA: boolean ``True`` = may attend, float masks are added to the scaled scores.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ._validation import check_attention_args, check_positive_int
+
+__all__ = ["flash_attention"]
+
+DEFAULT_BLOCK_SIZE: tuple[int, int] = (256, 512)
+"""Default ``(query block, key block)`` sizes, chosen by measuring on a 2-core CPU."""
+
+
+def flash_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    block_size: int | tuple[int, int] = DEFAULT_BLOCK_SIZE,
+    return_lse: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
+    """Scaled dot-product attention computed block by block with an online softmax.
+
+    The output equals
+    [`scaled_dot_product_attention`][attnlab.scaled_dot_product_attention]'s (and so
+    PyTorch's) up to floating-point rounding, but the ``(L, S)`` matrix of scores is
+    never built: only one ``(Bq, Bk)`` block per batch entry exists at a time, so the
+    extra memory grows like ``L + S``, not ``L * S``.
+
+    Semantics, as in PyTorch's SDPA: the default scale is ``1 / sqrt(E)``; a boolean
+    ``attn_mask`` is ``True`` where a query may attend, a float one is added to the
+    scaled scores; ``is_causal=True`` lets query ``i`` attend to keys ``j <= i``
+    (top-left aligned, also when ``L != S``) and key blocks entirely in a query block's
+    future are skipped, not computed; dropout is applied to the attention weights
+    whenever ``dropout_p > 0`` (survivors scaled by ``1 / (1 - dropout_p)``). A query
+    row with nothing to attend to outputs zeros (and a log-sum-exp of ``-inf``), never
+    NaN.
+
+    Without a mask, dropout or gradients, a faster path runs: it fixes each row's
+    reference maximum from its first key and never rescales, then checks the result
+    and recomputes a query block with the rescaling algorithm if anything overflowed.
+    With gradients enabled, autograd differentiates through the blocks.
+
+    Args:
+        query: Query vectors.
+        key: Key vectors.
+        value: Value vectors.
+        attn_mask: Optional mask broadcastable to ``(N, ..., L, S)``: bool (``True`` =
+            may attend) or float of the query's dtype (added to the scaled scores).
+        dropout_p: Dropout probability on the attention weights, in ``[0, 1)``.
+        is_causal: Causal masking, aligned top-left; not together with ``attn_mask``.
+        scale: Multiplier of the scores; defaults to ``1 / sqrt(E)``.
+        block_size: Rows per block: one int for both queries and keys, or a pair
+            ``(Bq, Bk)``. Sizes need not divide ``L`` or ``S``; any positive size works,
+            larger than ``L`` or ``S`` included.
+        return_lse: Also return the log-sum-exp of each query row's scaled, masked
+            scores (the softmax's log-normaliser).
+
+    Returns:
+        The attention output, or ``(output, lse)`` if ``return_lse``.
+
+    Raises:
+        TypeError: A non-tensor, a non-floating or mismatched dtype, a bad mask dtype,
+            a block size that is not an int.
+        ValueError: Wrong rank, mismatched ``E`` or ``S``, a mask that does not broadcast,
+            both ``attn_mask`` and ``is_causal``, ``dropout_p`` outside ``[0, 1)``, a
+            block size that is not positive.
+
+    Shape:
+        query: ``(N, ..., L, E)``; key: ``(N, ..., S, E)``; value: ``(N, ..., S, Ev)``;
+        output: ``(N, ..., L, Ev)``; lse: ``(N, ..., L)``.
+    """
+    batch = check_attention_args(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    block_q, block_k = _check_block_size(block_size)
+
+    L, E = query.shape[-2:]
+    S, Ev = value.shape[-2:]
+    scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
+    n = math.prod(batch)
+    # (N, ..., L, E) -> (n, L, E), and the same for key and value: one flat batch dim
+    q = query.expand(*batch, L, E).reshape(n, L, E)
+    k = key.expand(*batch, S, E).reshape(n, S, E)
+    v = value.expand(*batch, S, Ev).reshape(n, S, Ev)
+    mask = None if attn_mask is None else attn_mask.expand(*batch, L, S)  # a view, no copy
+
+    needs_grad = torch.is_grad_enabled() and (
+        query.requires_grad or key.requires_grad or value.requires_grad
+    )
+    if n == 0 or L == 0 or S == 0:
+        output = q.new_zeros(n, L, Ev) + 0.0 * (q.sum() + k.sum() + v.sum())
+        lse = q.new_full((n, L), float("-inf"))
+    elif mask is None and dropout_p == 0.0 and not needs_grad:
+        output, lse = _flash_fast(q, k, v, is_causal, scale, block_q, block_k)
+    else:
+        output, lse = _flash_rescaling(
+            q, k, v, mask, dropout_p, is_causal, scale, block_q, block_k
+        )
+
+    output = output.reshape(*batch, L, Ev)  # (n, L, Ev) -> (N, ..., L, Ev)
+    if return_lse:
+        return output, lse.reshape(*batch, L)  # (n, L) -> (N, ..., L)
+    return output
+
+
+def _check_block_size(block_size: object) -> tuple[int, int]:
+    """Return ``(Bq, Bk)`` from an int or a pair of positive ints."""
+    if isinstance(block_size, tuple) and len(block_size) == 2:
+        return (
+            check_positive_int("block_size[0]", block_size[0]),
+            check_positive_int("block_size[1]", block_size[1]),
+        )
+    if isinstance(block_size, tuple):
+        raise ValueError(
+            f"block_size must be an int or a pair (Bq, Bk); got a tuple of {len(block_size)}"
+        )
+    size = check_positive_int("block_size", block_size)
+    return size, size
+
+
+def _causal_block_end(i1: int, S: int, is_causal: bool) -> int:
+    """Keys a query block ending (exclusive) at row ``i1`` may see: ``[0, end)``."""
+    return min(S, i1) if is_causal else S
+
+
+def _flash_rescaling(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None,
+    dropout_p: float,
+    is_causal: bool,
+    scale: float,
+    block_q: int,
+    block_k: int,
+) -> tuple[Tensor, Tensor]:
+    """The textbook algorithm, every query block; out-of-place, so autograd works."""
+    L = q.shape[-2]
+    outputs: list[Tensor] = []
+    lses: list[Tensor] = []
+    for i0 in range(0, L, block_q):
+        output, lse = _query_block_rescaling(
+            q, k, v, mask, dropout_p, is_causal, scale, i0, min(i0 + block_q, L), block_k
+        )
+        outputs.append(output)
+        lses.append(lse)
+    return torch.cat(outputs, dim=-2), torch.cat(lses, dim=-1)
+
+
+def _query_block_rescaling(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None,
+    dropout_p: float,
+    is_causal: bool,
+    scale: float,
+    i0: int,
+    i1: int,
+    block_k: int,
+) -> tuple[Tensor, Tensor]:
+    """Output rows ``i0:i1`` with the running max, running sum and rescaling.
+
+    Shapes: ``q (n, L, E)``, ``k (n, S, E)``, ``v (n, S, Ev)``, ``mask (N, ..., L, S)``;
+    returns the output ``(n, i1 - i0, Ev)`` and the log-sum-exp ``(n, i1 - i0)``.
+    """
+    n, S, Ev = v.shape
+    queries = q[:, i0:i1] * scale  # (n, Bq, E)
+    neg_inf = torch.tensor(float("-inf"), dtype=q.dtype, device=q.device)
+    row_max = neg_inf.expand(n, i1 - i0, 1)  # m: the largest score seen so far
+    row_sum = q.new_zeros(n, i1 - i0, 1)  # l: the sum of exp(score - m) so far
+    acc = q.new_zeros(n, i1 - i0, Ev)  # the output, not yet divided by l
+    for j0 in range(0, _causal_block_end(i1, S, is_causal), block_k):
+        j1 = min(j0 + block_k, _causal_block_end(i1, S, is_causal))
+        attn_scores = queries @ k[:, j0:j1].transpose(-2, -1)  # (n, Bq, Bk)
+        if is_causal and j1 - 1 > i0:  # the block reaches above the diagonal
+            future = torch.ones(i1 - i0, j1 - j0, dtype=torch.bool, device=q.device)
+            attn_scores = attn_scores.masked_fill(future.triu(i0 - j0 + 1), float("-inf"))
+        elif mask is not None:
+            # (N, ..., Bq, Bk) -> (n, Bq, Bk): a copy of one block only
+            mask_block = mask[..., i0:i1, j0:j1].reshape(n, i1 - i0, j1 - j0)
+            if mask_block.dtype == torch.bool:
+                attn_scores = attn_scores.masked_fill(~mask_block, float("-inf"))
+            else:
+                attn_scores = attn_scores + mask_block
+        new_max = torch.maximum(row_max, attn_scores.amax(dim=-1, keepdim=True))
+        # A row masked everywhere so far has new_max = -inf; shift it by 0 instead,
+        # so that exp(-inf - 0) = 0 rather than exp(-inf - (-inf)) = nan.
+        shift = torch.where(torch.isneginf(new_max), torch.zeros_like(new_max), new_max)
+        weights = torch.exp(attn_scores - shift)  # (n, Bq, Bk), unnormalised
+        correction = torch.exp(row_max - shift)  # (n, Bq, 1): rescales the old sums
+        row_sum = row_sum * correction + weights.sum(dim=-1, keepdim=True)
+        if dropout_p > 0.0:
+            weights = F.dropout(weights, p=dropout_p, training=True)
+        acc = acc * correction + weights @ v[:, j0:j1]  # (n, Bq, Ev)
+        row_max = new_max
+    empty = row_sum == 0  # rows with nothing to attend to: output zeros, not 0 / 0
+    output = acc / torch.where(empty, torch.ones_like(row_sum), row_sum)
+    shift = torch.where(torch.isneginf(row_max), torch.zeros_like(row_max), row_max)
+    lse = (shift + torch.log(row_sum)).squeeze(-1)  # log(0) = -inf for empty rows
+    return output, lse
+
+
+def _flash_fast(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    is_causal: bool,
+    scale: float,
+    block_q: int,
+    block_k: int,
+) -> tuple[Tensor, Tensor]:
+    """No mask, no dropout, no gradients: the same algorithm with fewer passes.
+
+    Three tricks, each exact:
+
+    * each row's reference maximum ``m`` is its score with key 0 (which every row may
+      see), fixed for the whole row, so nothing is ever rescaled; since ``m`` is at
+      most the true maximum, the largest term is ``exp(.) >= 1`` and nothing underflows
+      to an all-zero row;
+    * ``-m`` rides along as an extra column of the queries, against a column of ones
+      in the keys, so one matmul returns ``score - m``;
+    * a column of ones in the values makes the second matmul also return ``l``.
+
+    If a row's scores rise so far above its first score that ``exp`` overflows, its
+    query block is recomputed by the rescaling algorithm.
+    """
+    n, L, E = q.shape
+    S, Ev = v.shape[-2:]
+    keys_ext = torch.cat([k, k.new_ones(n, S, 1)], dim=-1)  # (n, S, E + 1): [k, 1]
+    values_ext = torch.cat([v, v.new_ones(n, S, 1)], dim=-1)  # (n, S, Ev + 1): [v, 1]
+    output = q.new_empty(n, L, Ev)
+    lse = q.new_empty(n, L)
+    # Reused buffers: fresh allocations for every block would cost page faults.
+    scores_buf = q.new_empty(n * min(block_q, L) * min(block_k, S))
+    queries_buf = q.new_empty(n * min(block_q, L) * (E + 1))
+    acc_buf = q.new_empty(n * min(block_q, L) * (Ev + 1))
+    future_masks: dict[tuple[int, int, int], Tensor] = {}
+    for i0 in range(0, L, block_q):
+        i1 = min(i0 + block_q, L)
+        rows = i1 - i0
+        queries = queries_buf[: n * rows * (E + 1)].view(n, rows, E + 1)  # [q * scale, -m]
+        torch.mul(q[:, i0:i1], scale, out=queries[..., :E])
+        torch.bmm(queries[..., :E], k[:, :1].transpose(-2, -1), out=queries[..., E:])
+        queries[..., E:].neg_()
+        acc = acc_buf[: n * rows * (Ev + 1)].view(n, rows, Ev + 1)  # [sum p v, sum p]
+        end = _causal_block_end(i1, S, is_causal)
+        for j0 in range(0, end, block_k):
+            j1 = min(j0 + block_k, end)
+            shifted = scores_buf[: n * rows * (j1 - j0)].view(n, rows, j1 - j0)
+            torch.bmm(queries, keys_ext[:, j0:j1].transpose(-2, -1), out=shifted)  # s - m
+            if is_causal and j1 - 1 > i0:
+                offset = (rows, j1 - j0, i0 - j0)
+                if offset not in future_masks:
+                    future = torch.ones(rows, j1 - j0, dtype=torch.bool, device=q.device)
+                    future_masks[offset] = future.triu_(i0 - j0 + 1)
+                shifted.masked_fill_(future_masks[offset], float("-inf"))
+            shifted.exp_()  # (n, Bq, Bk), unnormalised weights
+            if j0 == 0:
+                torch.bmm(shifted, values_ext[:, j0:j1], out=acc)
+            else:
+                acc.baddbmm_(shifted, values_ext[:, j0:j1])
+        if bool(torch.isfinite(acc).all()):
+            row_sum = acc[..., Ev:]  # (n, Bq, 1)
+            torch.div(acc[..., :Ev], row_sum, out=output[:, i0:i1])
+            lse[:, i0:i1] = (torch.log(row_sum) - queries[..., E:]).squeeze(-1)
+        else:  # exp overflowed somewhere in this block of rows: redo it with rescaling
+            output[:, i0:i1], lse[:, i0:i1] = _query_block_rescaling(
+                q, k, v, None, 0.0, is_causal, scale, i0, i1, block_k
+            )
+    return output, lse
