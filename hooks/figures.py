@@ -257,6 +257,20 @@ def cross_attention() -> Figure:
     return _seeded(123, build)
 
 
+def bench_time() -> Figure:
+    """Forward time against T, log-log, from the benchmark's recorded results."""
+    from attnlab.bench import load_results, plot_sweep
+
+    return plot_sweep(load_results(), "median_ms")
+
+
+def bench_memory() -> Figure:
+    """Peak extra memory against T, log-log, from the benchmark's recorded results."""
+    from attnlab.bench import load_results, plot_sweep
+
+    return plot_sweep(load_results(), "peak_mib")
+
+
 FIGURES: dict[str, FigureBuilder] = {
     "embedding": embedding,
     "journey-weights": journey_weights,
@@ -270,6 +284,8 @@ FIGURES: dict[str, FigureBuilder] = {
     "causal-weights": causal_weights,
     "multi-head": multi_head,
     "cross-attention": cross_attention,
+    "bench-time": bench_time,
+    "bench-memory": bench_memory,
 }
 
 
@@ -286,10 +302,15 @@ def render_svg(build: FigureBuilder, scheme: str) -> str:
 
 
 def _source_key() -> str:
-    """A hash of the package's source and this hook's: a change invalidates the memo."""
+    """A hash of the package's source, this hook's and the recorded benchmark data.
+
+    A change to any of them invalidates the memo.
+    """
+    from attnlab.bench import DEFAULT_RESULTS_PATH
+
     digest = hashlib.sha256()
     sources = sorted(Path(attnlab.__file__).parent.rglob("*.py"))
-    for path in [*sources, Path(__file__)]:
+    for path in [*sources, Path(__file__), Path(DEFAULT_RESULTS_PATH)]:
         digest.update(path.read_bytes())
     return digest.hexdigest()
 

@@ -238,3 +238,12 @@ def test_public_api_is_explicit() -> None:
     for name in attnlab.__all__:
         assert hasattr(attnlab, name), name
         assert not name.startswith("_")
+
+
+def test_no_keys_at_all_gives_zeros_like_torch() -> None:
+    """S = 0: every query has nothing to attend to, so the output is zeros."""
+    q, k, v = torch.randn(2, 3, 4), torch.randn(2, 0, 4), torch.randn(2, 0, 5)
+    torch.testing.assert_close(
+        scaled_dot_product_attention(q, k, v), F.scaled_dot_product_attention(q, k, v)
+    )
+    assert torch.equal(scaled_dot_product_attention(q, k, v), torch.zeros(2, 3, 5))

@@ -37,7 +37,7 @@ plot_heads(attn_weights, sentence.words, annotate=True)
 # space, so each finds a different notion of "relevant". That is the point of having
 # several.
 #
-# ## What `average_attn_weights=True` returns
+# ## What averaging the heads returns
 #
 # PyTorch's `nn.MultiheadAttention` returns, by default, the mean over heads. It is a
 # summary for inspection only: no head computes with it.

@@ -10,6 +10,7 @@ masks are added to the scores.
 from . import examples
 from .backends import BACKENDS, Backend, attend
 from .causal import CausalAttention
+from .flash import flash_attention
 from .functional import (
     attention_scores,
     attention_weights,
@@ -40,6 +41,7 @@ __all__ = [
     "causal_mask",
     "context_vectors",
     "examples",
+    "flash_attention",
     "mask_from_torch",
     "mask_to_torch",
     "scaled_dot_product_attention",

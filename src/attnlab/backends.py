@@ -7,7 +7,10 @@ backend. Every backend has the semantics of
 * ``"explicit"``: the package's step-by-step computation (materialises the
   ``(L, S)`` weights; the one to read);
 * ``"torch"``: ``torch.nn.functional.scaled_dot_product_attention``, PyTorch's fused
-  kernels (the fastest, and the modules' default).
+  kernels (the fastest, and the modules' default);
+* ``"flash"``: [`flash_attention`][attnlab.flash_attention], the package's own
+  FlashAttention algorithm in plain PyTorch (blocks and an online softmax; never
+  materialises the ``(L, S)`` matrix).
 """
 
 from __future__ import annotations
@@ -18,11 +21,12 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ._validation import check_attention_args
+from .flash import flash_attention
 from .functional import scaled_dot_product_attention
 
 __all__ = ["BACKENDS", "Backend", "attend", "check_backend"]
 
-Backend = Literal["explicit", "torch"]
+Backend = Literal["explicit", "torch", "flash"]
 """Names of the attention backends."""
 
 BACKENDS: tuple[str, ...] = get_args(Backend)
@@ -60,7 +64,7 @@ def attend(
             positive.
         is_causal: Causal masking, aligned top-left; not together with ``attn_mask``.
         scale: Multiplier of the scores; defaults to ``1 / sqrt(E)``.
-        backend: ``"explicit"`` or ``"torch"``.
+        backend: ``"explicit"``, ``"torch"`` or ``"flash"``.
 
     Returns:
         The attention output.
@@ -74,6 +78,8 @@ def attend(
         return scaled_dot_product_attention(
             query, key, value, attn_mask, dropout_p, is_causal, scale
         )
+    if backend == "flash":
+        return flash_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
     check_attention_args(query, key, value, attn_mask, dropout_p, is_causal, scale)
     return F.scaled_dot_product_attention(
         query,

@@ -14,10 +14,16 @@ the weights are::
 with ``base_scale = 1 / sqrt(d_k)`` when scaled and ``1`` when not.
 
 Example:
-    >>> from attnlab.explorer import explorer_data
-    >>> data = explorer_data()
-    >>> [sentence["id"] for sentence in data["sentences"]]
-    ['your-journey', 'dream-big', 'life-is-short']
+    The row of "journey" in "Your journey starts with one step", unscaled, without
+    the mask, at temperature 1 (``temperatures[2]``):
+
+    ```python
+    from attnlab.explorer import explorer_data
+
+    journey = explorer_data()["sentences"][0]
+    row = journey["weights"]["unscaled"]["full"][2][1]
+    # [0.1385, 0.2379, 0.2333, 0.124, 0.1082, 0.1581]
+    ```
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ SDPA: boolean ``True`` = may attend, float masks are added to the scaled scores.
 from __future__ import annotations
 
 import math
+from typing import Literal, overload
 
 import torch
 import torch.nn.functional as F
@@ -38,6 +39,35 @@ __all__ = ["flash_attention"]
 
 DEFAULT_BLOCK_SIZE: tuple[int, int] = (256, 512)
 """Default ``(query block, key block)`` sizes, chosen by measuring on a 2-core CPU."""
+
+
+@overload
+def flash_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = ...,
+    dropout_p: float = ...,
+    is_causal: bool = ...,
+    scale: float | None = ...,
+    block_size: int | tuple[int, int] = ...,
+    return_lse: Literal[False] = ...,
+) -> Tensor: ...
+
+
+@overload
+def flash_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = ...,
+    dropout_p: float = ...,
+    is_causal: bool = ...,
+    scale: float | None = ...,
+    block_size: int | tuple[int, int] = ...,
+    *,
+    return_lse: Literal[True],
+) -> tuple[Tensor, Tensor]: ...
 
 
 def flash_attention(
@@ -119,14 +149,12 @@ def flash_attention(
         query.requires_grad or key.requires_grad or value.requires_grad
     )
     if n == 0 or L == 0 or S == 0:
-        output = q.new_zeros(n, L, Ev) + 0.0 * (q.sum() + k.sum() + v.sum())
+        output = q.new_zeros(n, L, Ev)
         lse = q.new_full((n, L), float("-inf"))
     elif mask is None and dropout_p == 0.0 and not needs_grad:
         output, lse = _flash_fast(q, k, v, is_causal, scale, block_q, block_k)
     else:
-        output, lse = _flash_rescaling(
-            q, k, v, mask, dropout_p, is_causal, scale, block_q, block_k
-        )
+        output, lse = _flash_rescaling(q, k, v, mask, dropout_p, is_causal, scale, block_q, block_k)
 
     output = output.reshape(*batch, L, Ev)  # (n, L, Ev) -> (N, ..., L, Ev)
     if return_lse:

@@ -85,6 +85,8 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
         x: ``(*)``; output: ``(*)``.
     """
     x = check_floating("x", x)
+    if x.shape[dim] == 0:  # nothing to normalise (no keys): an empty result, as torch gives
+        return x.clone()
     x_max = x.amax(dim=dim, keepdim=True)
     x_max = torch.where(torch.isneginf(x_max), torch.zeros_like(x_max), x_max)
     exp_x = torch.exp(x - x_max)

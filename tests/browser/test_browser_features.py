@@ -60,9 +60,16 @@ def test_palette_toggle_switches_between_light_and_dark(page: Any, site_url: str
 def test_search_finds_softmax(page: Any, site_url: str) -> None:
     """Typing "softmax" into Material's search lists at least one result."""
     page.goto(site_url)
+    # Material's search worker says "Initializing search" until its index is loaded.
+    page.wait_for_function(
+        """() => {
+          const meta = document.querySelector('.md-search-result__meta');
+          return meta && meta.textContent.trim() && !/initializing/i.test(meta.textContent);
+        }"""
+    )
     search = page.locator("input.md-search__input")  # in the header at this width
     search.click()
-    search.fill("softmax")
+    search.press_sequentially("softmax")  # real key events: Material listens for keyup
     results = page.locator(".md-search-result__item")
     results.first.wait_for(state="visible")
     assert results.count() >= 1

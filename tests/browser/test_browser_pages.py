@@ -9,7 +9,9 @@ A full-page screenshot of each lands in ``artifacts/screenshots/<page>.png``.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import re
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -156,38 +158,34 @@ class PageReport:
 
 def visit(context: Any, base: str, url: str, screenshot: Path) -> PageReport:
     """Open ``url`` in a fresh page of ``context`` and record everything the checks need."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     report = PageReport(url)
+
+    def on_console(message: Any) -> None:
+        if message.type == "error":
+            report.console_errors.append(f"console.error: {message.text}")
+
+    def on_response(response: Any) -> None:
+        if response.status >= 400:
+            report.failed.append(f"{response.url}: HTTP {response.status}")
+
     page = context.new_page()
     page.on("request", lambda request: report.requests.append(request.url))
-    page.on(
-        "console",
-        lambda msg: report.console_errors.append(f"console.{msg.type}: {msg.text}")
-        if msg.type == "error"
-        else None,
-    )
+    page.on("console", on_console)
     page.on("pageerror", lambda error: report.console_errors.append(f"uncaught: {error}"))
-    page.on(
-        "requestfailed",
-        lambda request: report.failed.append(f"{request.url}: {request.failure}"),
-    )
-    page.on(
-        "response",
-        lambda response: report.failed.append(f"{response.url}: HTTP {response.status}")
-        if response.status >= 400
-        else None,
-    )
+    page.on("requestfailed", lambda request: report.failed.append(f"{request.url}: failed"))
+    page.on("response", on_response)
     try:
         page.goto(base + url, wait_until="load")
-        try:
+        # Not ready in 5 s: the checks then say what is missing (formulas, buttons).
+        with contextlib.suppress(PlaywrightTimeout):
             page.wait_for_function(READY_JS, timeout=5_000)
             report.ready = True
-        except Exception:  # the checks below say what is missing
-            report.ready = False
         page.evaluate(EAGER_IMAGES_JS)
-        try:
+        # The image check reports the ones that never loaded.
+        with contextlib.suppress(PlaywrightTimeout):
             page.wait_for_function(IMAGES_DONE_JS, timeout=5_000)
-        except Exception:
-            pass  # the image check reports the ones that never loaded
         page.wait_for_load_state("networkidle")
         report.data = page.evaluate(COLLECT_JS)
         report.axe_violations = run_axe(page)
@@ -246,8 +244,6 @@ def test_math_is_rendered_by_katex(report: PageReport) -> None:
     notebook = data["notebookText"]
     if "$" in notebook:
         # a `$` followed by a TeX command on a notebook page: math left unrendered
-        import re
-
         raw = re.findall(r"\$[^$\n]{0,40}\\[A-Za-z]+", notebook)
         assert not raw, f"raw $...$ math left in the notebook: {raw[:5]}"
 

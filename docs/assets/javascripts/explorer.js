@@ -9,7 +9,9 @@
 (function () {
   "use strict";
 
-  var HEAT_MAX = 60; // percent of the primary colour at weight 1: text stays readable
+  // Heatmap shading: sqrt(weight) x 60 % of the explorer's colour, so small weights
+  // still show and the cell text stays readable at weight 1 in both schemes.
+  var HEAT_MAX = 60;
 
   function el(tag, attrs, children) {
     var node = document.createElement(tag);
@@ -157,7 +159,8 @@
         el("caption", {
           text:
             "All attention weights: row = query (who looks), column = key (looked at). " +
-            "Each row sums to 1; the selected query's row is outlined.",
+            "Each row sums to 1; stronger shading means more weight; the selected query's row " +
+            "is outlined.",
         })
       );
       var headRow = el("tr", {}, [el("th", { scope: "col", text: "query \u2193 key \u2192" })]);
@@ -177,9 +180,9 @@
             className: masked(i, j) ? "is-masked" : "",
             text: weight.toFixed(decimals),
           });
-          var pct = Math.round(weight * HEAT_MAX);
+          var pct = Math.round(Math.sqrt(weight) * HEAT_MAX);
           td.style.backgroundColor =
-            "color-mix(in srgb, var(--md-primary-fg-color) " + pct + "%, transparent)";
+            "color-mix(in srgb, var(--attn-color) " + pct + "%, transparent)";
           tr.appendChild(td);
         });
         body.appendChild(tr);

@@ -1,0 +1,457 @@
+"""Benchmark: explicit attention, ``flash_attention`` and PyTorch's kernels, side by side.
+
+Run it from a checkout (it needs the ``bench`` extra: tqdm, matplotlib, numpy)::
+
+    python -m attnlab.bench            # the full sweep, written to the docs' data file
+    python -m attnlab.bench --quick    # tiny sizes, to check that everything runs
+
+What it measures, each configuration in a fresh process (forked from a server that
+has imported torch and nothing else, so no configuration sees another's memory):
+
+* **time**: the median of repeated forward passes under ``torch.no_grad()``, after
+  one warm-up pass;
+* **peak extra memory**: the growth of the process's peak resident set (``VmHWM``,
+  reset through ``/proc/self/clear_refs`` after the warm-up) during one forward pass,
+  minus the output's own size, so inputs and outputs are not counted. Where
+  ``clear_refs`` is unavailable, ``ru_maxrss`` is used instead (recorded in the file).
+
+The sweep covers ``T = 256 ... 8192`` with 12 heads of 64 (batch 1, float32), causal and
+not, for four methods: ``explicit`` (the package's step-by-step computation),
+``flash`` ([`flash_attention`][attnlab.flash_attention]), ``sdpa``
+(``torch.nn.functional.scaled_dot_product_attention``; the kernel it dispatched to is
+recorded, read from the profiler's op names) and ``sdpa_math`` (the same function
+restricted to its math backend). Then the modules on the configuration of
+LLMs-from-scratch's comparison, and one large explicit run. Every result also gets a
+``fraction_of_roofline``: its useful FLOP/s over this machine's measured float32
+matmul rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import gc
+import json
+import math
+import os
+import platform
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["DEFAULT_RESULTS_PATH", "load_results", "main", "plot_sweep", "run_benchmark"]
+
+DEFAULT_RESULTS_PATH = Path(__file__).resolve().parents[2] / "docs/efficient/benchmark-results.json"
+"""Where the recorded results live in a checkout: ``docs/efficient/benchmark-results.json``."""
+
+METHODS = ("explicit", "flash", "sdpa", "sdpa_math")
+"""The attention methods of the sweep, in the order the tables list them."""
+
+MODULE_METHODS = (
+    "attnlab_torch",
+    "attnlab_flash",
+    "attnlab_explicit",
+    "torch_mha_need_weights",
+    "torch_mha_no_weights",
+)
+"""The module variants: ``attnlab.MultiHeadAttention`` per backend, then PyTorch's."""
+
+FULL: dict[str, Any] = {
+    "T": [256, 512, 1024, 2048, 4096, 8192],
+    "heads": 12,
+    "head_dim": 64,
+    "module": {"B": 8, "T": 1024, "d": 768, "heads": 12},
+    "large": {"T": 4096, "d": 4608},
+    "matmul_n": 2048,
+    "repeats": 5,
+    "time_budget_s": 2.0,
+}
+QUICK: dict[str, Any] = {
+    "T": [64, 128],
+    "heads": 12,
+    "head_dim": 64,
+    "module": {"B": 2, "T": 64, "d": 96, "heads": 12},
+    "large": {"T": 128, "d": 144},
+    "matmul_n": 256,
+    "repeats": 2,
+    "time_budget_s": 0.5,
+}
+MIB = 2**20
+
+
+def load_results(path: Path | str = DEFAULT_RESULTS_PATH) -> dict[str, Any]:
+    """Read recorded benchmark results.
+
+    Args:
+        path: A JSON file written by ``python -m attnlab.bench``; defaults to the one
+            the docs show.
+
+    Returns:
+        The results: ``machine``, ``matmul_gflops``, ``sweep`` (one entry per method,
+        ``T`` and ``causal``), ``modules`` and ``large_run``.
+    """
+    with open(path, encoding="utf-8") as file:
+        results: dict[str, Any] = json.load(file)
+    return results
+
+
+def plot_sweep(results: dict[str, Any], metric: str = "median_ms") -> Any:
+    """Draw one sweep metric against ``T``, log-log, causal and not side by side.
+
+    Colours come from the active matplotlib style, so the figure can be drawn in a
+    light or a dark theme.
+
+    Args:
+        results: Results as returned by [`load_results`][attnlab.bench.load_results].
+        metric: ``"median_ms"`` (forward time) or ``"peak_mib"`` (peak extra memory).
+
+    Returns:
+        A ``matplotlib.figure.Figure`` with two panels.
+    """
+    import matplotlib.pyplot as plt  # the plot extra; not needed to import attnlab
+
+    labels = {"median_ms": "forward time (ms)", "peak_mib": "peak extra memory (MiB)"}
+    if metric not in labels:
+        raise ValueError(f"metric must be 'median_ms' or 'peak_mib'; got {metric!r}")
+    names = {
+        "explicit": "attnlab explicit",
+        "flash": "attnlab.flash_attention",
+        "sdpa": "torch SDPA",
+        "sdpa_math": "torch SDPA, math backend",
+    }
+    markers = {"explicit": "o", "flash": "s", "sdpa": "^", "sdpa_math": "D"}
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8), sharey=True, layout="constrained")
+    for ax, causal in zip(axes, (False, True), strict=True):
+        for method in METHODS:
+            points = [
+                (row["T"], row[metric])
+                for row in results["sweep"]
+                if row["method"] == method and row["causal"] == causal and row.get(metric)
+            ]
+            if points:
+                ts, values = zip(*points, strict=True)
+                ax.plot(ts, values, marker=markers[method], label=names[method])
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("sequence length T (tokens)")
+        ax.set_title("causal" if causal else "not causal")
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].set_ylabel(labels[metric])
+    axes[0].legend(fontsize="small")
+    return fig
+
+
+# ---------------------------------------------------------------- measuring, in a child
+
+
+def _read_status_kib(field: str) -> int | None:
+    """A ``kB`` field of ``/proc/self/status`` (``VmRSS``, ``VmHWM``), or ``None``."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as file:
+            for line in file:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _release_free_memory() -> None:
+    """Collect garbage and hand freed heap pages back to the OS (glibc only)."""
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _measure(run: Callable[[], torch.Tensor], repeats: int, budget_s: float) -> dict[str, Any]:
+    """Warm up, then time repeated calls, the first of which also measures peak memory.
+
+    The number of calls is ``repeats``, cut down to fit about ``budget_s`` seconds
+    (at least one).
+    """
+    start = time.perf_counter()
+    output = run()  # warm-up: thread pools, kernels, caches
+    first_s = time.perf_counter() - start
+    output_bytes = output.numel() * output.element_size()
+    del output
+    _release_free_memory()
+
+    baseline_kib = _read_status_kib("VmRSS")
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as file:
+            file.write("5")  # reset VmHWM, the peak resident set, to the current size
+        method = "VmHWM"
+    except OSError:
+        baseline_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        method = "ru_maxrss"
+    start = time.perf_counter()
+    output = run()
+    times = [time.perf_counter() - start]  # the measured pass is also the first timing
+    if method == "VmHWM":
+        peak_kib = _read_status_kib("VmHWM") or 0
+    else:
+        peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    del output
+    extra = max(0, (peak_kib - (baseline_kib or 0)) * 1024 - output_bytes)
+
+    n = max(1, min(repeats, math.ceil(budget_s / max(first_s, 1e-6))))
+    for _ in range(n - 1):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return {
+        "median_ms": statistics.median(times) * 1e3,
+        "repeats": n,
+        "peak_mib": extra / MIB,
+        "memory_method": method,
+    }
+
+
+def _sdpa_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> str:
+    """The aten op SDPA dispatched to, read from the profiler's op names."""
+    import torch.nn.functional as F
+    from torch.profiler import profile
+
+    with profile() as prof:
+        F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    names = [event.key for event in prof.key_averages()]
+    fused = [name for name in names if name.startswith("aten::_scaled_dot_product")]
+    return fused[0] if fused else "aten::scaled_dot_product_attention (math, unfused)"
+
+
+def _attention_flops(T: int, heads: int, head_dim: int, causal: bool, batch: int = 1) -> float:
+    """Useful FLOPs of attention: two matmuls of ``2 T^2 D`` per head, halved if causal."""
+    flops = 4.0 * batch * heads * T * T * head_dim
+    return flops / 2 if causal else flops
+
+
+def _worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run one configuration; called in a fresh child process."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    import attnlab
+
+    torch.manual_seed(0)
+    kind = spec["kind"]
+    result: dict[str, Any] = dict(spec)
+    with torch.no_grad():
+        if kind == "matmul":
+            n = spec["n"]
+            a, b = torch.randn(n, n), torch.randn(n, n)
+            timing = _measure(lambda: a @ b, spec["repeats"] * 2, spec["budget_s"])
+            result["gflops"] = 2.0 * n**3 / (timing["median_ms"] / 1e3) / 1e9
+            return result
+        if kind == "attention":
+            T, H, D, causal = spec["T"], spec["heads"], spec["head_dim"], spec["causal"]
+            q, k, v = (torch.randn(1, H, T, D) for _ in range(3))  # (B, H, T, D)
+            runs: dict[str, Callable[[], torch.Tensor]] = {
+                "explicit": lambda: attnlab.scaled_dot_product_attention(q, k, v, is_causal=causal),
+                "flash": lambda: attnlab.flash_attention(q, k, v, is_causal=causal),
+                "sdpa": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+            }
+
+            def math_only() -> torch.Tensor:
+                with sdpa_kernel(SDPBackend.MATH):
+                    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+            runs["sdpa_math"] = math_only
+            result.update(_measure(runs[spec["method"]], spec["repeats"], spec["budget_s"]))
+            if spec["method"] == "sdpa":
+                result["kernel"] = _sdpa_kernel(q, k, v, causal)
+            result["gflops"] = _attention_flops(T, H, D, causal) / result["median_ms"] / 1e6
+            return result
+        if kind == "module":
+            B, T, d, H = spec["B"], spec["T"], spec["d"], spec["heads"]
+            x = torch.randn(B, T, d)
+            method = spec["method"]
+            if method.startswith("attnlab_"):
+                backend = method.removeprefix("attnlab_")
+                mha = attnlab.MultiHeadAttention(
+                    d, d, H, qkv_bias=False, causal=True, out_bias=False, backend=backend
+                ).eval()
+                run = lambda: mha(x)  # noqa: E731
+            else:
+                torch_mha = torch.nn.MultiheadAttention(d, H, bias=False, batch_first=True)
+                torch_mha.eval()
+                future = torch.ones(T, T, dtype=torch.bool).triu(1)  # True = may NOT attend
+                need = method == "torch_mha_need_weights"
+
+                def run() -> torch.Tensor:
+                    output: torch.Tensor = torch_mha(x, x, x, attn_mask=future, need_weights=need)[
+                        0
+                    ]
+                    return output
+
+            result.update(_measure(run, spec["repeats"], spec["budget_s"]))
+            flops = _attention_flops(T, H, d // H, True, B) + 4 * 2.0 * B * T * d * d
+            result["gflops"] = flops / result["median_ms"] / 1e6
+            return result
+        if kind == "large_run":
+            T, d = spec["T"], spec["d"]
+            torch.manual_seed(123)
+            module = attnlab.SelfAttentionV2(d, d, backend="explicit")
+            x = torch.rand(T, d)
+            timing = _measure(lambda: module(x), spec["repeats"], spec["budget_s"])
+            return {
+                "T": T,
+                "d_in": d,
+                "d_out": d,
+                "forward_s": timing["median_ms"] / 1e3,
+                "peak_mib": timing["peak_mib"],
+                "attn_matrix_mib": T * T * 4 / MIB,
+                "repeats": timing["repeats"],
+            }
+    raise ValueError(f"unknown kind {kind!r}")
+
+
+# ---------------------------------------------------------------- orchestration
+
+
+def _available_mib() -> float:
+    """``MemAvailable`` from ``/proc/meminfo`` (infinite where unreadable)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as file:
+            for line in file:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return math.inf
+
+
+def _specs(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every configuration to run, in order: matmul, sweep, modules, large run."""
+    common = {"repeats": config["repeats"], "budget_s": config["time_budget_s"]}
+    specs: list[dict[str, Any]] = [{"kind": "matmul", "n": config["matmul_n"], **common}]
+    for T in config["T"]:
+        for causal in (False, True):
+            for method in METHODS:
+                specs.append(
+                    {
+                        "kind": "attention",
+                        "method": method,
+                        "T": T,
+                        "causal": causal,
+                        "heads": config["heads"],
+                        "head_dim": config["head_dim"],
+                        **common,
+                    }
+                )
+    for method in MODULE_METHODS:
+        specs.append({"kind": "module", "method": method, **config["module"], **common})
+    large = config["large"]
+    specs.append({"kind": "large_run", "T": large["T"], "d": large["d"], **common, "repeats": 1})
+    return specs
+
+
+def _needed_mib(spec: dict[str, Any]) -> float:
+    """A generous estimate of the memory a configuration needs."""
+    if spec["kind"] == "attention" and spec["method"] in ("explicit", "sdpa_math"):
+        return float(4 * spec["heads"] * spec["T"] ** 2 * 4 / MIB)
+    return 0.0
+
+
+def run_benchmark(quick: bool = False, progress: bool = True) -> dict[str, Any]:
+    """Run every configuration, each in a fresh process, and collect the results.
+
+    Args:
+        quick: Tiny sizes and few repeats, to check that everything works.
+        progress: Show a tqdm progress bar.
+
+    Returns:
+        The results dict that ``main`` writes as JSON.
+    """
+    import multiprocessing
+
+    from tqdm import tqdm  # the bench extra
+
+    # Pickled by reference: name it through the package even when run as __main__.
+    from attnlab.bench import _worker as worker
+
+    config = QUICK if quick else FULL
+    specs = _specs(config)
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch", "attnlab"])
+    records: list[dict[str, Any]] = []
+    bar = tqdm(specs, disable=not progress, unit="config", file=sys.stderr)
+    for spec in bar:
+        label = f"{spec['kind']} {spec.get('method', '')} {spec.get('T', '')}".strip()
+        bar.set_description(label)
+        if _needed_mib(spec) > 0.8 * _available_mib():
+            records.append({**spec, "skipped": "not enough free memory"})
+            continue
+        with ctx.Pool(1, maxtasksperchild=1) as pool:
+            records.append(pool.apply(worker, (spec,)))
+
+    matmul = next(r for r in records if r.get("kind") == "matmul")
+    rate = matmul["gflops"]
+    sweep = []
+    for r in records:
+        if r.get("kind") != "attention":
+            continue
+        row = {key: r.get(key) for key in ("method", "T", "causal", "median_ms", "peak_mib")}
+        row["fraction_of_roofline"] = r["gflops"] / rate if "gflops" in r else None
+        for extra in ("kernel", "repeats", "skipped"):
+            if extra in r:
+                row[extra] = r[extra]
+        sweep.append(row)
+    modules = [
+        {
+            "method": r["method"],
+            "median_ms": r["median_ms"],
+            "peak_mib": r["peak_mib"],
+            "fraction_of_roofline": r["gflops"] / rate,
+            "repeats": r["repeats"],
+        }
+        for r in records
+        if r.get("kind") == "module"
+    ]
+    kernels = sorted({str(row["kernel"]) for row in sweep if "kernel" in row})
+    return {
+        "machine": {
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpu_count": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "sdpa_cpu_kernels": kernels,
+            "memory_method": next(
+                (r["memory_method"] for r in records if "memory_method" in r), None
+            ),
+        },
+        "quick": quick,
+        "matmul_gflops": rate,
+        "matmul_n": config["matmul_n"],
+        "sweep_config": {"heads": config["heads"], "head_dim": config["head_dim"], "B": 1},
+        "sweep": sweep,
+        "module_config": {**config["module"], "causal": True, "qkv_bias": False},
+        "modules": modules,
+        "large_run": next(r for r in records if "forward_s" in r),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command line: ``python -m attnlab.bench [--quick] [--out PATH]``."""
+    parser = argparse.ArgumentParser(prog="python -m attnlab.bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, a smoke test")
+    parser.add_argument(
+        "--out", type=Path, default=DEFAULT_RESULTS_PATH, help="where to write the JSON"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    args = parser.parse_args(argv)
+    results = run_benchmark(quick=args.quick, progress=not args.no_progress)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

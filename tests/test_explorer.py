@@ -1,0 +1,113 @@
+"""The explorer's exported numbers are the package's attention weights, rounded."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from attnlab import examples
+from attnlab.explorer import (
+    DECIMALS,
+    TEMPERATURES,
+    explorer_data,
+    explorer_sentences,
+    explorer_weights,
+)
+
+
+def _softmax_reference(
+    queries: torch.Tensor, keys: torch.Tensor, scale: float, causal: bool
+) -> torch.Tensor:
+    """PyTorch's own softmax and triu mask, independent of attnlab's functional core."""
+    scores = (queries.double() @ keys.double().transpose(0, 1)) * scale
+    if causal:
+        hidden = torch.ones_like(scores, dtype=torch.bool).triu(diagonal=1)
+        scores = scores.masked_fill(hidden, float("-inf"))
+    return torch.softmax(scores, dim=-1)
+
+
+def test_data_lists_three_sentences_with_every_setting() -> None:
+    """Three sentences; 2 scalings x 2 maskings x 5 temperatures of T x T rows each."""
+    data = explorer_data()
+    assert data["decimals"] == DECIMALS == 4
+    assert data["temperatures"] == [0.25, 0.5, 1.0, 2.0, 4.0] == list(TEMPERATURES)
+    assert [s["text"] for s in data["sentences"]] == [
+        "Your journey starts with one step",
+        "Dream big and work for it",
+        "Life is short, eat dessert first",
+    ]
+    assert [s["d_k"] for s in data["sentences"]] == [3, 3, 24]
+    for sentence in data["sentences"]:
+        T = len(sentence["words"])
+        assert set(sentence["weights"]) == {"scaled", "unscaled"}
+        for by_mask in sentence["weights"].values():
+            assert set(by_mask) == {"causal", "full"}
+            for matrices in by_mask.values():
+                assert len(matrices) == len(TEMPERATURES)
+                for matrix in matrices:
+                    assert len(matrix) == T and all(len(row) == T for row in matrix)
+                    for row in matrix:
+                        assert sum(row) == pytest.approx(1.0, abs=T * 0.5e-4 + 1e-9)
+                        assert all(round(value, DECIMALS) == value for value in row)
+
+
+@pytest.mark.parametrize("scaled", [True, False], ids=["scaled", "unscaled"])
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+def test_every_matrix_matches_an_independent_softmax(scaled: bool, causal: bool) -> None:
+    """Each exported matrix is softmax(q k^T * scale / tau), masked, to 4 decimals."""
+    data = explorer_data()
+    masking = "causal" if causal else "full"
+    scaling = "scaled" if scaled else "unscaled"
+    for sentence, exported in zip(explorer_sentences(), data["sentences"], strict=True):
+        d_k = sentence.keys.shape[-1]
+        for t, tau in enumerate(TEMPERATURES):
+            scale = (1 / math.sqrt(d_k) if scaled else 1.0) / tau
+            expected = _softmax_reference(sentence.queries, sentence.keys, scale, causal)
+            got = torch.tensor(exported["weights"][scaling][masking][t], dtype=torch.float64)
+            assert torch.allclose(got, expected, atol=0.5e-4 + 1e-6), (sentence.id, tau)
+            if causal:
+                assert torch.all(got.triu(diagonal=1) == 0)
+
+
+def test_walkthrough_and_tutorial_numbers() -> None:
+    """The rows the chapters and the tutorials print appear unchanged."""
+    sentences = explorer_data()["sentences"]
+    journey = sentences[0]["weights"]["unscaled"]["full"][2]
+    assert journey[1] == [0.1385, 0.2379, 0.2333, 0.124, 0.1082, 0.1581]
+    life = sentences[2]["weights"]["scaled"]["full"][2]
+    assert life[1] == [0.2912, 0.0106, 0.0982, 0.0625, 0.4917, 0.0458]
+
+
+def test_life_is_short_projection_follows_the_tutorial_seed() -> None:
+    """W_query, W_key are torch.rand(24, 16) in that order after seed 123; RNG untouched."""
+    torch.manual_seed(0)
+    before = torch.random.get_rng_state()
+    life = explorer_sentences()[2]
+    assert torch.equal(torch.random.get_rng_state(), before)
+    torch.manual_seed(123)
+    W_query = torch.rand(24, 16)
+    W_key = torch.rand(24, 16)
+    inputs = examples.life_is_short().inputs
+    assert torch.equal(life.queries, inputs @ W_query.transpose(0, 1))
+    assert torch.equal(life.keys, inputs @ W_key.transpose(0, 1))
+    assert life.words == ("Life", "is", "short", "eat", "dessert", "first")
+
+
+@pytest.mark.parametrize("temperature", [0.0, -1.0, float("inf"), float("nan")])
+def test_explorer_weights_rejects_a_bad_temperature(temperature: float) -> None:
+    inputs = examples.your_journey().inputs
+    with pytest.raises(ValueError, match="temperature must be a positive finite number"):
+        explorer_weights(inputs, inputs, scaled=True, causal=False, temperature=temperature)
+
+
+def test_built_site_ships_the_same_data(built_site: Path) -> None:
+    """The build hook wrote explorer_data() to assets/explorer-data.json."""
+    shipped = json.loads((built_site / "assets" / "explorer-data.json").read_text("utf-8"))
+    assert shipped == json.loads(json.dumps(explorer_data()))
+    page = (built_site / "explorer" / "index.html").read_text("utf-8")
+    assert 'id="explorer-data-link"' in page
+    assert 'id="attention-explorer"' in page
