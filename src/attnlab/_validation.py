@@ -76,24 +76,25 @@ def check_probability(name: str, value: object) -> float:
 
 
 def check_features(
-    name: str, x: object, d_in: int, wanted: str = "(T, d_in) or (B, T, d_in)"
+    name: str, x: object, width: int, *, tokens: str = "T", width_name: str = "d_in"
 ) -> Tensor:
     """Check a module input of shape ``(T, d_in)`` or ``(B, T, d_in)``.
 
     Args:
         name: The argument's name, used in the error message.
         x: The value passed.
-        d_in: The feature width the module was built for.
-        wanted: How the docs write the accepted shapes.
+        width: The feature width the module was built for.
+        tokens: How the docs name the token axis (``T``, ``L`` or ``S``).
+        width_name: How the docs name the width (``d_in``, ``kdim``, ...).
 
     Returns:
         ``x``, now known to be a floating tensor of a valid shape.
     """
     tensor = check_floating(name, x)
-    if tensor.dim() not in (2, 3) or tensor.shape[-1] != d_in:
+    if tensor.dim() not in (2, 3) or tensor.shape[-1] != width:
         raise ValueError(
-            f"{name} must have shape {wanted} with d_in = {d_in}; "
-            f"got shape {format_shape(tensor.shape)}"
+            f"{name} must have shape ({tokens}, {width_name}) or (B, {tokens}, {width_name}) "
+            f"with {width_name} = {width}; got shape {format_shape(tensor.shape)}"
         )
     return tensor
 

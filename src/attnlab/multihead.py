@@ -26,7 +26,6 @@ from torch import Tensor, nn
 
 from ._validation import (
     check_features,
-    check_floating,
     check_key_padding_mask,
     check_mask,
     check_positive_int,
@@ -50,17 +49,6 @@ def _check_heads(d_out: int, num_heads: int) -> int:
             f"d_out must be divisible by num_heads; got d_out={d_out}, num_heads={num_heads}"
         )
     return d_out // num_heads
-
-
-def _check_tokens(name: str, x: object, width_name: str, width: int) -> Tensor:
-    """Check a key or value input of shape ``(S, width)`` or ``(B, S, width)``."""
-    tensor = check_floating(name, x)
-    if tensor.dim() not in (2, 3) or tensor.shape[-1] != width:
-        raise ValueError(
-            f"{name} must have shape (S, {width_name}) or (B, S, {width_name}) with "
-            f"{width_name} = {width}; got shape {format_shape(tensor.shape)}"
-        )
-    return tensor
 
 
 class MultiHeadAttentionWrapper(nn.Module):
@@ -287,9 +275,9 @@ class MultiHeadAttention(nn.Module):
         self, query: object, key: object, value: object
     ) -> tuple[tuple[int, ...], int, int]:
         """Check query, key and value; return the batch shape, ``L`` and ``S``."""
-        q = check_features("query", query, self.d_in, "(L, d_in) or (B, L, d_in)")
-        k = _check_tokens("key", key, "kdim", self.kdim)
-        v = _check_tokens("value", value, "vdim", self.vdim)
+        q = check_features("query", query, self.d_in, tokens="L")
+        k = check_features("key", key, self.kdim, tokens="S", width_name="kdim")
+        v = check_features("value", value, self.vdim, tokens="S", width_name="vdim")
         batch = tuple(q.shape[:-2])
         if k.dim() != q.dim() or tuple(k.shape[:-2]) != batch:
             wanted = "(B, S, kdim)" if batch else "(S, kdim)"
