@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from attnlab import (
+    CausalAttention,
     SelfAttentionV1,
     SelfAttentionV2,
     attend,
@@ -152,3 +153,5 @@ def test_from_v2_refuses_biases_and_other_types() -> None:
         SelfAttentionV1.from_v2(SelfAttentionV2(3, 2, qkv_bias=True))
     with pytest.raises(TypeError, match=r"v2 must be a SelfAttentionV2; got Linear"):
         SelfAttentionV1.from_v2(torch.nn.Linear(3, 2))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"v2 must be a SelfAttentionV2; got CausalAttention"):
+        SelfAttentionV1.from_v2(CausalAttention(3, 2))  # V1 has no mask: it would differ

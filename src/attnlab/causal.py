@@ -8,22 +8,18 @@ boolean mask. Masks follow PyTorch's SDPA: ``True`` = may attend.
 
 from __future__ import annotations
 
-from torch import Tensor, nn
+from torch import Tensor
 
-from ._validation import (
-    check_features,
-    check_key_padding_mask,
-    check_positive_int,
-    check_probability,
-)
-from .backends import Backend, attend, check_backend
+from ._validation import check_probability
+from .backends import Backend, attend
 from .functional import causal_mask
-from .masks import combine_masks, padding_to_attn_mask
+from .masks import combine_masks
+from .self_attention import SelfAttentionV2, checked_padding_mask
 
 __all__ = ["CausalAttention"]
 
 
-class CausalAttention(nn.Module):
+class CausalAttention(SelfAttentionV2):
     """Single-head causal self-attention with dropout on the attention weights.
 
     Token ``i`` attends to tokens ``j <= i`` only (the mask is lower-triangular and
@@ -32,9 +28,9 @@ class CausalAttention(nn.Module):
     survivors by ``1 / (1 - dropout)``, in training mode only: ``model.eval()`` turns
     it off.
 
-    The projections are ``nn.Linear`` layers created in the order query, key, value,
-    like [`SelfAttentionV2`][attnlab.SelfAttentionV2], so the same seed gives the same
-    weights.
+    It is [`SelfAttentionV2`][attnlab.SelfAttentionV2] plus the mask and dropout: the
+    same ``nn.Linear`` projections, created in the order query, key, value, so the same
+    seed gives the same weights.
 
     Args:
         d_in: Width of each input token.
@@ -62,15 +58,9 @@ class CausalAttention(nn.Module):
         causal: bool = True,
         backend: Backend = "torch",
     ) -> None:
-        super().__init__()
-        self.d_in = check_positive_int("d_in", d_in)
-        self.d_out = check_positive_int("d_out", d_out)
+        super().__init__(d_in, d_out, qkv_bias, backend=backend)
         self.dropout = check_probability("dropout", dropout)
         self.causal = bool(causal)
-        self.backend = check_backend(backend)
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
 
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
         """Attend causally over the tokens of ``x``.
@@ -91,15 +81,9 @@ class CausalAttention(nn.Module):
             x: ``(T, d_in)`` or ``(B, T, d_in)``; key_padding_mask: ``(T,)`` or
             ``(B, T)``; output: ``(T, d_out)`` or ``(B, T, d_out)``.
         """
-        check_features("x", x, self.d_in)
-        T = x.shape[-2]
-        if key_padding_mask is not None:
-            check_key_padding_mask(key_padding_mask, tuple(x.shape[:-2]), T, x.dtype)
-        queries = self.W_query(x)  # (..., T, d_out)
-        keys = self.W_key(x)  # (..., T, d_out)
-        values = self.W_value(x)  # (..., T, d_out)
+        padding = checked_padding_mask(x, self.d_in, key_padding_mask)  # (..., 1, T) or None
+        queries, keys, values = self.project(x)  # (..., T, d_out) each
         dropout_p = self.dropout if self.training else 0.0
-        padding = None if key_padding_mask is None else padding_to_attn_mask(key_padding_mask)
         if padding is None:
             return attend(
                 queries,
@@ -109,7 +93,7 @@ class CausalAttention(nn.Module):
                 is_causal=self.causal,
                 backend=self.backend,
             )  # (..., T, d_out)
-        allowed = causal_mask(T, device=x.device) if self.causal else None  # (T, T)
+        allowed = causal_mask(x.shape[-2], device=x.device) if self.causal else None  # (T, T)
         attn_mask = combine_masks(allowed, padding, dtype=x.dtype)  # (..., T, T)
         return attend(
             queries, keys, values, attn_mask=attn_mask, dropout_p=dropout_p, backend=self.backend

@@ -62,7 +62,7 @@ class SelfAttentionV1(nn.Module):
             x: ``(T, d_in)`` or ``(B, T, d_in)``; key_padding_mask: ``(T,)`` or
             ``(B, T)``; output: ``(T, d_out)`` or ``(B, T, d_out)``.
         """
-        attn_mask = _padding_mask(x, self.d_in, key_padding_mask)  # (..., 1, T) or None
+        attn_mask = checked_padding_mask(x, self.d_in, key_padding_mask)  # (..., 1, T) or None
         queries = x @ self.W_query  # (..., T, d_out)
         keys = x @ self.W_key  # (..., T, d_out)
         values = x @ self.W_value  # (..., T, d_out)
@@ -86,7 +86,7 @@ class SelfAttentionV1(nn.Module):
         Raises:
             ValueError: ``v2`` has biases.
         """
-        if not isinstance(v2, SelfAttentionV2):
+        if type(v2) is not SelfAttentionV2:  # a subclass (CausalAttention) masks: V1 cannot
             raise TypeError(f"v2 must be a SelfAttentionV2; got {type(v2).__name__}")
         if v2.W_query.bias is not None:
             raise ValueError("v2 has qkv_bias=True; SelfAttentionV1 has no bias to copy it into")
@@ -149,21 +149,26 @@ class SelfAttentionV2(nn.Module):
             x: ``(T, d_in)`` or ``(B, T, d_in)``; key_padding_mask: ``(T,)`` or
             ``(B, T)``; output: ``(T, d_out)`` or ``(B, T, d_out)``.
         """
-        attn_mask = _padding_mask(x, self.d_in, key_padding_mask)  # (..., 1, T) or None
-        queries = self.W_query(x)  # (..., T, d_out)
-        keys = self.W_key(x)  # (..., T, d_out)
-        values = self.W_value(x)  # (..., T, d_out)
+        attn_mask = checked_padding_mask(x, self.d_in, key_padding_mask)  # (..., 1, T) or None
+        queries, keys, values = self.project(x)  # (..., T, d_out) each
         return attend(
             queries, keys, values, attn_mask=attn_mask, backend=self.backend
         )  # (..., T, d_out)
+
+    def project(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Queries, keys and values of ``x``: ``(..., T, d_in)`` to ``(..., T, d_out)`` each."""
+        return self.W_query(x), self.W_key(x), self.W_value(x)
 
     def extra_repr(self) -> str:
         """Sizes and backend, shown by ``print(module)``."""
         return f"d_in={self.d_in}, d_out={self.d_out}, backend={self.backend!r}"
 
 
-def _padding_mask(x: Tensor, d_in: int, key_padding_mask: Tensor | None) -> Tensor | None:
-    """Check a module's input and turn its padding mask into an attention mask."""
+def checked_padding_mask(x: Tensor, d_in: int, key_padding_mask: Tensor | None) -> Tensor | None:
+    """Check a module's input and turn its key padding mask into an attention mask.
+
+    Shared by the single-head modules; ``None`` when there is no padding mask.
+    """
     check_features("x", x, d_in)
     if key_padding_mask is None:
         return None
