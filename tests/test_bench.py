@@ -17,9 +17,6 @@ import pytest
 
 from attnlab.bench import DEFAULT_RESULTS_PATH, METHODS, MODULE_METHODS, load_results, plot_sweep
 
-pytest.importorskip("tqdm")
-pytest.importorskip("matplotlib")
-
 
 def _positive(x: Any) -> bool:
     return isinstance(x, int | float) and math.isfinite(x) and x > 0
