@@ -154,6 +154,7 @@ class PageReport:
     console_errors: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     axe_violations: list[dict[str, Any]] = field(default_factory=list)
+    scheme: str = ""
 
 
 def visit(context: Any, base: str, url: str, screenshot: Path) -> PageReport:
@@ -188,6 +189,7 @@ def visit(context: Any, base: str, url: str, screenshot: Path) -> PageReport:
             page.wait_for_function(IMAGES_DONE_JS, timeout=5_000)
         page.wait_for_load_state("networkidle")
         report.data = page.evaluate(COLLECT_JS)
+        report.scheme = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
         report.axe_violations = run_axe(page)
         page.screenshot(path=str(screenshot), full_page=True)
     finally:
@@ -203,18 +205,28 @@ def run_axe(page: Any) -> list[dict[str, Any]]:
     return list(results.response["violations"])
 
 
-@pytest.fixture(scope="module")
-def reports(new_context: Any, site_url: str, screenshot_dir: Path) -> Any:
-    """Visit each page once, on first request, in one shared light-scheme context."""
-    context = new_context("light")
+def _visits(context: Any, site_url: str, screenshot_dir: Path, suffix: str = "") -> Any:
+    """Visit each page once, on first request, in ``context``; screenshots get ``suffix``."""
     cache: dict[str, PageReport] = {}
 
     def report_for(url: str) -> PageReport:
         if url not in cache:
-            cache[url] = visit(context, site_url, url, screenshot_dir / f"{slug(url)}.png")
+            cache[url] = visit(context, site_url, url, screenshot_dir / f"{slug(url)}{suffix}.png")
         return cache[url]
 
     return report_for
+
+
+@pytest.fixture(scope="module")
+def reports(new_context: Any, site_url: str, screenshot_dir: Path) -> Any:
+    """Visit each page once, on first request, in one shared light-scheme context."""
+    return _visits(new_context("light"), site_url, screenshot_dir)
+
+
+@pytest.fixture(scope="module")
+def dark_reports(new_context: Any, site_url: str, screenshot_dir: Path) -> Any:
+    """The same visits in the dark scheme (Material's slate), for contrast and screenshots."""
+    return _visits(new_context("dark"), site_url, screenshot_dir, "-dark")
 
 
 @pytest.fixture
@@ -299,7 +311,21 @@ def _describe(violation: dict[str, Any]) -> str:
 
 @pytest.mark.parametrize("url", PAGE_PARAMS)
 def test_no_serious_accessibility_violations(report: PageReport) -> None:
-    """axe-core finds no serious or critical violation."""
+    """axe-core finds no serious or critical violation (light scheme)."""
+    assert report.scheme == "default"
+    blocking = [v for v in report.axe_violations if v.get("impact") in AXE_BLOCKING]
+    assert not blocking, "axe-core violations:\n" + "\n".join(map(_describe, blocking))
+
+
+@pytest.mark.parametrize("url", PAGE_PARAMS)
+def test_no_serious_accessibility_violations_in_dark_scheme(
+    url: str, dark_reports: Any, built_site: Path
+) -> None:
+    """The dark scheme passes axe-core too: contrast is checked per scheme."""
+    if not (built_site / url / "index.html").is_file():
+        pytest.fail(f"page {url or '/'} was not built", pytrace=False)
+    report: PageReport = dark_reports(url)
+    assert report.scheme == "slate"
     blocking = [v for v in report.axe_violations if v.get("impact") in AXE_BLOCKING]
     assert not blocking, "axe-core violations:\n" + "\n".join(map(_describe, blocking))
 
