@@ -32,14 +32,16 @@ $(STAMP): pyproject.toml
 serve: setup
 	$(PY) -m mkdocs serve --dev-addr 127.0.0.1:8000
 
+# In parallel (pytest-xdist, one worker per core); a page's browser checks stay on one
+# worker (--dist loadgroup), so each page is opened once per colour scheme.
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist loadgroup
 
 bench: setup
 	$(PY) -m attnlab.bench
 
 lint: setup
-	$(PY) -m ruff check src tests $(wildcard hooks)
+	$(PY) -m ruff check src tests hooks scripts
 	$(PY) -m mypy
 
 clean:

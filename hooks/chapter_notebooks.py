@@ -7,8 +7,16 @@ button is inserted under the page's title.
 
 The conversion:
 
-* every ```` ```python ```` block becomes a code cell (blocks inside content tabs and
-  admonitions are dedented; Material's ``# (1)!`` code annotations are removed);
+* the first code cell installs the package when the reader's session lacks it
+  (see [`install_source`][] for where from);
+* every ```` ```python ```` block the tests collect becomes a code cell (blocks inside
+  content tabs and admonitions are dedented; Material's ``# (1)!`` code annotations are
+  removed). The blocks are read by ``hooks/page_blocks.py``, that is by
+  pytest-codeblocks' own parser. A block the page skips under a condition
+  (``<!--pytest.mark.skipif(CONDITION, reason=...)-->``, e.g. TensorFlow missing) is
+  guarded by the same condition, evaluated in the reader's kernel, so the notebook
+  runs it exactly where the tests would and prints the reason elsewhere; a block the
+  page always skips stays as text;
 * the prose between code blocks becomes markdown cells;
 * expected-output fences (``<!--pytest-codeblocks:expected-output-->`` and the fence
   after it) and all HTML comments are dropped: the notebook prints its own output;
@@ -20,21 +28,39 @@ The conversion:
 
 from __future__ import annotations
 
+import ast
 import fnmatch
+import json
+import os
 import posixpath
 import re
+import textwrap
+import tomllib
+from pathlib import Path
 
 import nbformat
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 from mkdocs.utils.meta import get_data
+from page_blocks import PageBlock, page_blocks
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+GITHUB_VARIABLES = ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_SHA")
+INSTALL_CELL = """\
+# Installs attnlab, the package this chapter runs on, when this Jupyter or Colab
+# session does not have it yet; does nothing when it does.
+import importlib.util
+import subprocess
+import sys
+
+if importlib.util.find_spec("attnlab") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", {source}], check=True)
+    importlib.invalidate_caches()"""
 
 CHAPTERS = ("walkthrough/*.md", "transformer/*.md", "efficient/*.md")
 NOT_CHAPTERS = ("*/index.md",)
 
-OUTPUT_MARKER = re.compile(r"<!--[-\s]*pytest-codeblocks:expected-output(-ignore-whitespace)?-->")
-SKIP_MARKER = re.compile(r"<!--[-\s]*pytest-codeblocks:skip[-\s]*-->")
 COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 CONTAINER = re.compile(
     r'^(?:[!?]{3}\+?\s+(?P<kind>[\w-]+)(?:\s+"(?P<title>[^"]*)")?|===\+?\s+"(?P<tab>[^"]*)")\s*$'
@@ -80,18 +106,120 @@ def _prose(line: str) -> str:
     return line.replace("\\[", "$$").replace("\\]", "$$")
 
 
-def markdown_to_notebook(text: str, title: str | None = None) -> nbformat.NotebookNode:
+def install_source(repo_root: Path = REPO_ROOT) -> str:
+    """Where a downloaded notebook's first cell installs the package from (a pip requirement).
+
+    In order: ``$ATTNLAB_PIP_SOURCE`` if set (any pip requirement: an index name, a
+    wheel's URL, ...); in a GitHub Actions build, the repository at the very commit the
+    site was built from; otherwise this checkout, by its ``file://`` URL (a site built
+    locally is read on the machine that built it).
+    """
+    override = os.environ.get("ATTNLAB_PIP_SOURCE")
+    if override:
+        return override
+    name = tomllib.loads((repo_root / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "name"
+    ]
+    server, repo, sha = (os.environ.get(k) for k in GITHUB_VARIABLES)
+    if server and repo and sha:
+        return f"{name} @ git+{server}/{repo}@{sha}"
+    return f"{name} @ {repo_root.resolve().as_uri()}"
+
+
+def install_cell(source: str) -> nbformat.NotebookNode:
+    """The notebook's first code cell: install the package unless it is importable."""
+    code = INSTALL_CELL.format(source=json.dumps(source))
+    cell: nbformat.NotebookNode = nbformat.v4.new_code_cell(code, metadata={"tags": ["install"]})
+    return cell
+
+
+def _mark_source(mark: str) -> tuple[str, str | None, str]:
+    """Split a pytest mark the page gives a block into (name, condition source, reason)."""
+    call = ast.parse(mark, mode="eval").body
+    target = call.func if isinstance(call, ast.Call) else call
+    name = ast.unparse(target).removeprefix("pytest.mark.")
+    if not isinstance(call, ast.Call):
+        return name, None, ""
+    reasons = [k.value for k in call.keywords if k.arg == "reason"]
+    reason = ast.literal_eval(reasons[0]) if reasons else ""
+    condition: str | None = None
+    if call.args:
+        first = call.args[0]
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            condition = first.value  # pytest evaluates string conditions as Python
+        else:
+            condition = ast.get_source_segment(mark, first)
+    return name, condition, str(reason)
+
+
+def guarded(code: str, condition: str, reason: str) -> str:
+    """``code`` run only when ``condition`` is false, saying why when it is true.
+
+    The page's tests skip the block when ``condition`` holds (TensorFlow missing, say);
+    the notebook evaluates the same condition in the reader's kernel, so it runs the
+    block exactly where the tests would, and otherwise prints why it did not.
+
+    Raises:
+        ValueError: Indenting ``code`` under the ``else:`` would change it (a string
+            literal spanning lines).
+    """
+    body = textwrap.indent(code, "    ")
+    message = f"Skipped: {reason}" if reason else f"Skipped: {condition}"
+    cell = f"if {condition}:\n    print({message!r})\nelse:\n{body}"
+    original = ast.parse(code).body
+    rewritten = ast.parse(cell).body[0]
+    assert isinstance(rewritten, ast.If)
+    if ast.dump(ast.Module(rewritten.orelse, [])) != ast.dump(ast.Module(original, [])):
+        raise ValueError(f"cannot guard this block by indenting it:\n{code}")
+    return cell
+
+
+def _code_cell(page_block: PageBlock) -> tuple[str, str | None]:
+    """The notebook's code for a python block, or ``(code, None)`` if it stays text."""
+    code = "\n".join(ANNOTATION.sub("", row) for row in page_block.body.split("\n")).strip("\n")
+    block = page_block.block
+    conditions: list[tuple[str, str]] = []
+    if block.importorskip is not None:
+        module = block.importorskip.strip().strip("\"'")
+        conditions.append(
+            (f'__import__("importlib").util.find_spec({module!r}) is None', f"needs {module}")
+        )
+    for mark in block.marks:
+        name, condition, reason = _mark_source(mark)
+        if name == "skip" or (name == "skipif" and condition is None):
+            return code, None
+        if name != "skipif":
+            raise ValueError(
+                f"line {page_block.fence.start}: a chapter notebook cannot honour "
+                f"pytest.mark.{name}; use skip or skipif"
+            )
+        assert condition is not None
+        conditions.append((condition, reason))
+    for condition, reason in conditions:
+        code = guarded(code, condition, reason)
+    return code, "code"
+
+
+def markdown_to_notebook(
+    text: str, title: str | None = None, source: str | None = None
+) -> nbformat.NotebookNode:
     """Convert a chapter's Markdown into a notebook: prose as markdown, code as code cells.
+
+    The page's blocks are read by [`page_blocks`][page_blocks.page_blocks], the parser
+    the test suite collects them with, so every tested block becomes one code cell (a
+    block the page skips under a condition is guarded by the same condition; one it
+    always skips stays as text).
 
     Args:
         text: The page's Markdown source (front matter is ignored).
         title: A heading for the first cell when the text has no ``# Title`` of its own.
+        source: A pip requirement for the package. When given, the first code cell
+            installs it if ``attnlab`` is not importable (see [`install_source`][]).
 
     Returns:
         An nbformat 4 notebook with a ``python3`` kernelspec.
     """
     text, _ = get_data(text)
-    text = SKIP_MARKER.sub("<!--skip-->", text)
     cells: list[nbformat.NotebookNode] = []
     prose: list[str] = []
 
@@ -102,43 +230,29 @@ def markdown_to_notebook(text: str, title: str | None = None) -> nbformat.Notebo
             cells.append(nbformat.v4.new_markdown_cell(body))
         prose.clear()
 
+    blocks = {page_block.fence.start: page_block for page_block in page_blocks(text)}
     lines = text.splitlines()
     containers: list[int] = []  # the body indentation of each open admonition or tab
-    drop_next_fence = skip_next_fence = False
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
+    number = 0  # the last line consumed, 1-based
+    while number < len(lines):
+        number += 1
+        line = lines[number - 1]
         stripped = line.strip()
         indent = len(line) - len(line.lstrip())
         if stripped:
             while containers and indent < containers[-1]:
                 containers.pop()
         dedent = containers[-1] if containers else 0
-        if OUTPUT_MARKER.fullmatch(stripped):
-            drop_next_fence = True
-            continue
-        if stripped == "<!--skip-->":
-            skip_next_fence = True
-            continue
-        if stripped.startswith("```"):
-            ticks = len(stripped) - len(stripped.lstrip("`"))
-            info = stripped[ticks:].strip()
-            body: list[str] = []
-            while i < len(lines) and not lines[i].lstrip().startswith("`" * ticks):
-                body.append(_dedent(lines[i], indent))
-                i += 1
-            i += 1  # the closing fence
-            if drop_next_fence:
-                pass
-            elif info == "python" and not skip_next_fence:
+        page_block = blocks.get(number)
+        if page_block is not None:
+            number = page_block.lines.end
+            code, kind = _code_cell(page_block) if page_block.syntax == "python" else ("", None)
+            if kind == "code":
                 flush()
-                code = "\n".join(ANNOTATION.sub("", row) for row in body).strip("\n")
                 cells.append(nbformat.v4.new_code_cell(code))
-            else:
-                fence = "`" * ticks
-                prose.extend([f"{fence}{info}", *body, fence])
-            drop_next_fence = skip_next_fence = False
+                continue
+            fence = "`" * page_block.ticks
+            prose.extend([f"{fence}{page_block.syntax}", page_block.body, fence])
             continue
         container = CONTAINER.match(stripped)
         if container:
@@ -151,7 +265,13 @@ def markdown_to_notebook(text: str, title: str | None = None) -> nbformat.Notebo
 
     if title and not any(c.cell_type == "markdown" and c.source.startswith("# ") for c in cells):
         cells.insert(0, nbformat.v4.new_markdown_cell(f"# {title}"))
-    notebook = nbformat.v4.new_notebook(cells=cells)
+    if source is not None:
+        first_code = next(
+            (i for i, c in enumerate(cells) if c.cell_type == "code"), len(cells)
+        )
+        at = 1 if cells and cells[0].cell_type == "markdown" else 0
+        cells.insert(min(at, first_code), install_cell(source))
+    notebook: nbformat.NotebookNode = nbformat.v4.new_notebook(cells=cells)
     notebook.metadata["kernelspec"] = {
         "name": "python3",
         "display_name": "Python 3",
@@ -171,7 +291,7 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     for file in list(files.documentation_pages()):
         if is_chapter(file.src_uri):
             text = file.content_string
-            notebook = markdown_to_notebook(text, _title(text))
+            notebook = markdown_to_notebook(text, _title(text), install_source())
             content = nbformat.writes(notebook) + "\n"
             files.append(File.generated(config, notebook_name(file.src_uri), content=content))
     return files

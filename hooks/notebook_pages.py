@@ -6,6 +6,12 @@
   itself as a script. Both are removed. The notebook's ``$...$`` and ``$$...$$``
   math is rendered instead by ``docs/assets/javascripts/katex-init.js``, which runs
   KaTeX's auto-render on every ``.jupyter-wrapper`` element.
+* **A cache that knows the package.** mkdocs-jupyter caches each executed notebook
+  under a key made of the notebook and its options only, so a change to ``attnlab``
+  would leave stale outputs. [`on_config`][] points its ``cache_dir`` at a
+  subdirectory named by a digest of the package's sources and removes older ones:
+  a notebook runs again whenever it or the package changes, and a build that
+  changed neither (``mkdocs serve`` while writing prose) takes seconds.
 * **Downloads.** Each ``docs/notebooks/<name>.py`` (jupytext percent format) is also
   published as ``notebooks/<name>.ipynb``, and the page gets two buttons: the
   notebook, and the ``.py`` source that mkdocs-jupyter copies next to the page
@@ -15,8 +21,11 @@
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import posixpath
 import re
+import shutil
+from pathlib import Path
 
 import jupytext
 import nbformat
@@ -25,8 +34,33 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
+PACKAGE = Path(__file__).resolve().parent.parent / "src" / "attnlab"
 NOTEBOOKS = "notebooks/*.py"  # the same glob as mkdocs-jupyter's `include`
 MATHJAX = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.DOTALL)
+
+
+def package_digest(package: Path = PACKAGE) -> str:
+    """A digest of every file of the package: it changes whenever the package does."""
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    """Key mkdocs-jupyter's cache on the package too (see the module's docstring)."""
+    plugin = config.plugins.get("mkdocs-jupyter")
+    if plugin is None or not plugin.config["cache"]:
+        return config
+    root = Path(config.config_file_path).parent / ".cache" / "mkdocs-jupyter"
+    current = root / package_digest()
+    if root.is_dir():
+        for stale in root.iterdir():
+            if stale.is_dir() and stale != current:
+                shutil.rmtree(stale, ignore_errors=True)
+    plugin.config["cache_dir"] = str(current)
+    return config
 
 
 def strip_mathjax(html: str) -> str:

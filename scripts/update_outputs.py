@@ -5,8 +5,10 @@ replaced by (or, if missing, given) the block's real stdout, under a
 ``<!--pytest-codeblocks:expected-output-->`` marker. The test suite then checks
 those outputs exactly, so the page can only show numbers the code prints.
 
-Each block runs the way pytest-codeblocks runs it: ``exec`` in fresh globals, in
-this process. Review the diff before committing: this tool records, it does not judge.
+Blocks are found by pytest-codeblocks' own parser (via ``hooks/page_blocks.py``), and
+each runs the way pytest-codeblocks runs it: ``exec`` in fresh globals, in this process;
+a block its marks skip here keeps the output it has. Review the diff before committing:
+this tool records, it does not judge.
 
 Usage::
 
@@ -16,14 +18,19 @@ Usage::
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
-import re
+import os
 import sys
 import traceback
 from pathlib import Path
 
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hooks"))
+from page_blocks import PageBlock, page_blocks
+
 MARKER = "<!--pytest-codeblocks:expected-output-->"
-FENCE = re.compile(r"^(?P<indent>\s*)(?P<ticks>`{3,})(?P<info>.*)$")
 
 
 def run_block(code: str) -> str:
@@ -34,59 +41,61 @@ def run_block(code: str) -> str:
     return buffer.getvalue()
 
 
-def _fence_end(lines: list[str], start: int, ticks: str) -> int:
-    """Index of the line closing the fence opened at ``start``."""
-    for j in range(start + 1, len(lines)):
-        if lines[j].lstrip().startswith(ticks):
-            return j
-    raise ValueError(f"fence opened at line {start + 1} never closes")
+def skipped(page_block: PageBlock) -> bool:
+    """Whether pytest would skip the block here (its marks, evaluated as the plugin does)."""
+    block = page_block.block
+    if block.importorskip is not None and importlib.util.find_spec(block.importorskip) is None:
+        return True
+    for text in block.marks:
+        mark = eval(text, {"sys": sys, "pytest": pytest}).mark
+        if mark.name == "skip":
+            return True
+        if mark.name == "skipif":
+            condition = mark.args[0] if mark.args else True
+            if isinstance(condition, str):
+                condition = eval(condition, {"sys": sys, "os": os})
+            if condition:
+                return True
+    return False
+
+
+def output_lines(page_block: PageBlock, printed: str, lines: list[str]) -> list[str]:
+    """The marker and output fence recording ``printed`` (none when nothing printed)."""
+    if not printed:
+        return []
+    indent = page_block.indent
+    info = "text"
+    if page_block.output is not None:
+        opening = lines[page_block.output.start - 1].strip()
+        info = opening.lstrip("`").strip() or "text"
+    # Blank lines keep the indent: pytest-codeblocks drops unindented ones inside
+    # an indented fence (an admonition or a tab).
+    recorded = [f"{indent}{line}" for line in printed.rstrip("\n").split("\n")]
+    return [f"{indent}{MARKER}", f"{indent}```{info}", *recorded, f"{indent}```"]
 
 
 def update_text(text: str) -> str:
-    """Return ``text`` with every printing block's output fence filled in."""
+    """Return ``text`` with every printing block's output fence filled in.
+
+    Blocks are found by pytest-codeblocks' own parser (``hooks/page_blocks.py``); a
+    block the tests would skip here keeps its recorded output.
+    """
     lines = text.split("\n")
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        match = FENCE.match(lines[i])
-        if not match or match["info"].strip() != "python":
-            out.append(lines[i])
-            i += 1
+    for page_block in reversed(page_blocks(text)):
+        if page_block.syntax != "python" or skipped(page_block):
             continue
-        indent, ticks = match["indent"], match["ticks"]
-        end = _fence_end(lines, i, ticks)
-        body = [
-            line[len(indent) :] if line.startswith(indent) else line.lstrip()
-            for line in lines[i + 1 : end]
-        ]
-        out.extend(lines[i : end + 1])
-        i = end + 1
         try:
-            printed = run_block("\n".join(body) + "\n")
+            printed = run_block(page_block.block.code)
         except Exception:
             raise RuntimeError(
-                f"block at line {end - len(body)} failed:\n{traceback.format_exc()}"
+                f"block at line {page_block.fence.start} failed:\n{traceback.format_exc()}"
             ) from None
-        # Skip an existing marker and its fence; they are rewritten below.
-        k = i
-        while k < len(lines) and not lines[k].strip():
-            k += 1
-        has_marker = k < len(lines) and lines[k].strip() == MARKER
-        info = "text"
-        if has_marker:
-            old = FENCE.match(lines[k + 1])
-            if old is None:
-                raise ValueError(f"marker at line {k + 1} is not followed by a fence")
-            info = old["info"].strip() or "text"
-            i = _fence_end(lines, k + 1, old["ticks"]) + 1
-        if not printed:
-            continue
-        out.extend([f"{indent}{MARKER}", f"{indent}```{info}"])
-        # Blank lines keep the indent: pytest-codeblocks drops unindented ones inside
-        # an indented fence (an admonition or a tab).
-        out.extend(f"{indent}{line}" for line in printed.rstrip("\n").split("\n"))
-        out.append(f"{indent}```")
-    return "\n".join(out)
+        new = output_lines(page_block, printed, lines)
+        if page_block.marker is not None and page_block.output is not None:
+            lines[page_block.marker - 1 : page_block.output.end] = new
+        else:
+            lines[page_block.fence.end : page_block.fence.end] = new
+    return "\n".join(lines)
 
 
 def main(paths: list[str]) -> int:

@@ -1,38 +1,106 @@
-"""Shared fixtures: the repository root and a strict build of the documentation site."""
+"""Shared fixtures: the repository root and one strict build of the site per test run.
+
+The suite runs in parallel (``pytest -n auto``, pytest-xdist): ``make test`` does.
+The site is built once per run, not once per worker. In a parallel run of the whole
+suite the controller starts the build in the background before the workers start
+(``pytest_configure``), so it overlaps the tests that do not need it, and those tests
+are collected first (``pytest_collection_modifyitems``); every worker's
+``built_site`` then waits for that one build. In any other run the first test that
+asks for the site builds it, under a file lock that the other workers wait on.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from site_build import build  # noqa: E402
+
+SITE_FIXTURE = "built_site"
+BUILD_TIMEOUT_S = 900
+_background: list[subprocess.Popen[bytes]] = []
+
+
+def _shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory shared by every worker of this run (the controller's basetemp)."""
+    basetemp = tmp_path_factory.getbasetemp()
+    return basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
+
+
+def _whole_suite_in_parallel(config: pytest.Config) -> bool:
+    if hasattr(config, "workerinput"):
+        return False  # an xdist worker
+    workers = config.getoption("numprocesses", default=None)
+    return bool(workers) and config.args_source != pytest.Config.ArgsSource.ARGS
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """On the controller of a parallel whole-suite run, start building the site now."""
+    if not _whole_suite_in_parallel(config):
+        return
+    site_dir = _shared_dir(config._tmp_path_factory) / "site"
+    site_dir.with_suffix(".started").touch()  # before any worker starts
+    process = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve().parent / "site_build.py"), str(site_dir)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    _background.append(process)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop a background build that is still running when the run ends early."""
+    for process in _background:
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Long tests first, tests that need the built site last: both overlap the build."""
+    items.sort(
+        key=lambda item: (
+            SITE_FIXTURE in getattr(item, "fixturenames", ()),
+            item.get_closest_marker("long") is None,
+        )
+    )
+
+
+def _wait_for(rc: Path) -> None:
+    deadline = time.monotonic() + BUILD_TIMEOUT_S
+    while not rc.exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"the site build did not finish in {BUILD_TIMEOUT_S} s", pytrace=False)
+        time.sleep(0.5)
 
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Build the site once per session with ``mkdocs build --strict``; return its directory.
+    """The site, built once per run with ``mkdocs build --strict``; its directory.
 
     The test using it fails with mkdocs' full output when the build fails, so a
     broken link, a missing anchor or an unimportable ``attnlab`` is reported there.
     """
-    site_dir = tmp_path_factory.mktemp("site")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        pytest.fail(
-            f"`mkdocs build --strict` failed (exit {result.returncode}):\n"
-            f"{result.stdout}\n{result.stderr}",
-            pytrace=False,
-        )
+    shared = _shared_dir(tmp_path_factory)
+    site_dir = shared / "site"
+    rc = site_dir.with_suffix(".rc")
+    with FileLock(str(shared / "site.lock")):
+        if not rc.exists() and not site_dir.with_suffix(".started").exists():
+            build(site_dir)
+    _wait_for(rc)
+    status = int(rc.read_text(encoding="utf-8"))
+    if status != 0:
+        log = site_dir.with_suffix(".log").read_text(encoding="utf-8")
+        pytest.fail(f"`mkdocs build --strict` failed (exit {status}):\n{log}", pytrace=False)
     return site_dir

@@ -46,6 +46,7 @@ def _check_structure(results: dict[str, Any], ts: list[int]) -> None:
     assert large["attn_matrix_mib"] == large["T"] ** 2 * 4 / 2**20
 
 
+@pytest.mark.long
 def test_quick_run_writes_well_formed_results(tmp_path: Path) -> None:
     """`python -m attnlab.bench --quick --out PATH` runs every configuration and writes JSON."""
     out = tmp_path / "results.json"

@@ -1,25 +1,34 @@
-"""Each chapter converts to a notebook that runs from top to bottom.
+"""Each chapter converts to a notebook holding exactly the page's tested blocks.
 
 The conversion lives in ``hooks/chapter_notebooks.py`` (the MkDocs hook that
 publishes ``<chapter>.ipynb`` next to every chapter page); it is tested here on
-synthetic Markdown, then on every chapter, whose notebook is executed in a fresh
-``python3`` kernel. Executing them also proves each code block works without the
-test harness around it.
+synthetic Markdown, then on every chapter: its code cells must be, one for one and
+in order, the python blocks pytest-codeblocks collects from the page (which the
+suite executes as ``docs/...md::line N``), after a first cell that installs the
+package. Running the blocks a second time in a kernel would prove nothing new;
+``tests/test_standalone.py`` executes one chapter's notebook, install cell included,
+in a fresh virtual environment outside the repository.
 """
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import importlib.util
+import io
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCS = REPO_ROOT / "docs"
+
+
+sys.path.insert(0, str(REPO_ROOT / "hooks"))
+from page_blocks import page_blocks  # noqa: E402
 
 
 def _load_hook() -> ModuleType:
@@ -156,6 +165,7 @@ def test_title_and_kernel() -> None:
     assert untitled.cells[0].source == "# Given title"
 
 
+@pytest.mark.filterwarnings("ignore:pytest-codeblocks.skip is deprecated:DeprecationWarning")
 def test_skipped_blocks_stay_as_text() -> None:
     notebook = convert("<!--pytest-codeblocks:skip-->\n```python\nraise SystemExit\n```\n")
     assert cells(notebook, "code") == []
@@ -175,18 +185,96 @@ def test_there_are_chapters() -> None:
     assert len(CHAPTERS) >= 5, CHAPTERS
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
-def test_chapter_notebook_runs_top_to_bottom(path: Path) -> None:
-    text = path.read_text(encoding="utf-8")
-    notebook = convert(text)
-    assert len(cells(notebook, "code")) == text.count("```python")
-    client = NotebookClient(
-        notebook,
-        kernel_name="python3",
-        timeout=300,
-        resources={"metadata": {"path": str(path.parent)}},
+def run_cell(source: str) -> str:
+    """Execute a code cell's source in fresh globals; return what it printed."""
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        exec(source, {})
+    return buffer.getvalue()
+
+
+def test_marked_skip_blocks_stay_as_text() -> None:
+    notebook = convert('<!--pytest.mark.skip(reason="x")-->\n```python\nraise SystemExit\n```\n')
+    assert cells(notebook, "code") == []
+    assert "raise SystemExit" in "\n".join(cells(notebook, "markdown"))
+
+
+@pytest.mark.parametrize("holds", [True, False])
+def test_skipif_blocks_are_guarded_by_the_same_condition(holds: bool) -> None:
+    markdown = (
+        f'<!--pytest.mark.skipif({holds} and 1 < 2, reason="no TensorFlow here")-->\n'
+        "```python\nimport math\n\nprint(math.sqrt(4.0))\n```\n"
+        "<!--pytest-codeblocks:expected-output-->\n```text\n2.0\n```\n"
     )
-    client.execute()  # raises CellExecutionError, with the cell and traceback, on failure
+    [code] = cells(convert(markdown), "code")
+    assert code.startswith(f"if {holds} and 1 < 2:")
+    assert run_cell(code) == ("Skipped: no TensorFlow here\n" if holds else "2.0\n")
+
+
+def test_importorskip_blocks_are_guarded() -> None:
+    markdown = "<!--pytest-codeblocks:importorskip(no_such_module_here)-->\n```python\nx = 1\n```\n"
+    [code] = cells(convert(markdown), "code")
+    assert run_cell(code) == "Skipped: needs no_such_module_here\n"
+
+
+def test_a_block_that_indenting_would_change_is_refused() -> None:
+    markdown = '<!--pytest.mark.skipif(True, reason="r")-->\n```python\ns = """a\nb"""\n```\n'
+    with pytest.raises(ValueError, match="cannot guard"):
+        convert(markdown)
+
+
+def test_marks_a_notebook_cannot_honour_are_refused() -> None:
+    with pytest.raises(ValueError, match="xfail"):
+        convert("<!--pytest.mark.xfail-->\n```python\nraise ValueError\n```\n")
+
+
+def test_install_cell_comes_first_and_installs_only_when_missing() -> None:
+    notebook = hook.markdown_to_notebook(SAMPLE, "Title", "attention-step-by-step @ file:///x")
+    first = next(cell for cell in notebook.cells if cell.cell_type == "code")
+    assert notebook.cells.index(first) == 1  # right after the title
+    assert first.metadata["tags"] == ["install"]
+    assert '"attention-step-by-step @ file:///x"' in first.source
+    assert run_cell(first.source) == ""  # attnlab is importable here: nothing to do
+
+
+def test_install_source(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in (*hook.GITHUB_VARIABLES, "ATTNLAB_PIP_SOURCE"):
+        monkeypatch.delenv(name, raising=False)
+    local = hook.install_source(REPO_ROOT)
+    assert local == f"attention-step-by-step @ {REPO_ROOT.as_uri()}"
+    values = ["https://github.com", "me/repo", "abc123"]
+    github = dict(zip(hook.GITHUB_VARIABLES, values, strict=True))
+    for name, value in github.items():
+        monkeypatch.setenv(name, value)
+    assert hook.install_source(REPO_ROOT) == (
+        "attention-step-by-step @ git+https://github.com/me/repo@abc123"
+    )
+    monkeypatch.setenv("ATTNLAB_PIP_SOURCE", "attention-step-by-step==0.1.0")
+    assert hook.install_source(REPO_ROOT) == "attention-step-by-step==0.1.0"
+
+
+def _same_code(cell: str, block: str) -> bool:
+    """Whether two sources are the same program (comments, e.g. annotations, aside)."""
+    return ast.dump(ast.parse(cell)) == ast.dump(ast.parse(block))
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_chapter_notebook_holds_exactly_the_tested_blocks(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    notebook = hook.markdown_to_notebook(text, hook._title(text), "attention-step-by-step")
+    nbformat.validate(notebook)
+    install, *code_cells = cells(notebook, "code")
+    assert "pip" in install
+    blocks = [b for b in page_blocks(text) if b.syntax == "python"]
+    assert len(code_cells) == len(blocks)
+    for cell, page_block in zip(code_cells, blocks, strict=True):
+        guard = ast.parse(cell).body[0]
+        if page_block.block.marks or page_block.block.importorskip:
+            assert isinstance(guard, ast.If), cell
+            tested = ast.dump(ast.Module(guard.orelse, []))
+            assert tested == ast.dump(ast.parse(page_block.block.code))
+        else:
+            assert _same_code(cell, page_block.block.code), (path.name, page_block.fence.start)
 
 
 def test_built_site_offers_every_chapter_notebook(built_site: Path) -> None:
@@ -195,6 +283,6 @@ def test_built_site_offers_every_chapter_notebook(built_site: Path) -> None:
         notebook = nbformat.reads(
             (built_site / rel.with_suffix(".ipynb")).read_text(encoding="utf-8"), as_version=4
         )
-        assert cells(notebook, "code")
+        assert cells(notebook, "code")[0].startswith("# Installs attnlab")
         html = (built_site / rel / "index.html").read_text(encoding="utf-8")
         assert f'href="../{rel.name}.ipynb"' in html, rel

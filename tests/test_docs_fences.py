@@ -5,46 +5,29 @@ pytest-codeblocks (``--codeblocks``) only collects fences whose info string is e
 fails on fences that hold Python but would be ignored, on shell fences that would be
 *executed*, and on printed output that is not compared against an expected-output fence.
 
-The scanner mirrors ``pytest_codeblocks.main.extract_from_buffer``: a fence line is one
-whose left-stripped text starts with backticks (so fences indented inside admonitions
-and content tabs count), and it closes at the next line that starts with as many.
+The blocks are read by ``hooks/page_blocks.py``, which runs pytest-codeblocks' own
+``extract_from_buffer``: the lint sees exactly the blocks the suite collects.
 """
 
 from __future__ import annotations
 
-import io
-import itertools
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from pytest_codeblocks.main import extract_from_buffer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent  # same as conftest.REPO_ROOT
+sys.path.insert(0, str(REPO_ROOT / "hooks"))
+sys.path.insert(0, str(REPO_ROOT / "scripts"))
 
-MARKER = re.compile(r"<!--[-\s]*pytest-codeblocks:(.*)-->")
-EXPECTED_OUTPUT = {"expected-output", "expected-output-ignore-whitespace"}
+from page_blocks import OUTPUT_MARKER, PageBlock, page_blocks  # noqa: E402
+from update_outputs import update_text  # noqa: E402
+
 PYTHON_ALIASES = {"py", "py3", "python2", "python3", "pycon", "pyi", "ipython", "ipython3"}
 SHELLS = {"sh", "bash", "shell", "zsh"}
 PRINT_CALL = re.compile(r"\bprint\(")
-
-
-@dataclass(frozen=True)
-class Fence:
-    """A fenced code block; ``info`` is the raw info string after the backticks."""
-
-    line: int
-    info: str
-    code: str
-
-
-@dataclass(frozen=True)
-class Marker:
-    """A ``<!--pytest-codeblocks:KEYWORD-->`` comment on a line of its own."""
-
-    line: int
-    keyword: str
 
 
 @dataclass(frozen=True)
@@ -53,116 +36,75 @@ class Problem:
     message: str
 
 
-def scan(text: str) -> tuple[list[Fence | Marker], list[Problem]]:
-    """Split Markdown into fences and markers, as pytest-codeblocks reads them."""
-    items: list[Fence | Marker] = []
-    problems: list[Problem] = []
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        stripped = lines[i].strip()
-        lineno = i + 1
-        i += 1
-        marker = MARKER.fullmatch(stripped)
-        if marker:
-            items.append(Marker(lineno, marker.group(1).strip("- ")))
-        elif stripped.startswith("~~~"):
-            problems.append(
-                Problem(lineno, "`~~~` fence: pytest-codeblocks ignores it; use ``` fences")
-            )
-        elif stripped.startswith("```"):
-            ticks = len(stripped) - len(stripped.lstrip("`"))
-            info = stripped[ticks:]
-            body: list[str] = []
-            while i < len(lines) and not lines[i].lstrip().startswith("`" * ticks):
-                body.append(lines[i])
-                i += 1
-            if i == len(lines):
-                problems.append(Problem(lineno, "unterminated fence"))
-            i += 1
-            items.append(Fence(lineno, info, "\n".join(body)))
-    return items, problems
-
-
 def fence_language(info: str) -> str:
     """The language word of an info string: ``{ .python title="x" }`` gives ``python``."""
     words = info.strip().lstrip("{").split()
     return words[0].lstrip(".").lower().rstrip("}") if words else ""
 
 
-def check_info_string(fence: Fence) -> Problem | None:
+def check_info_string(page_block: PageBlock) -> Problem | None:
     """Flag fences that hold Python or shell code but are not collected as intended."""
-    if fence.info == "python":
+    info = page_block.syntax
+    if info == "python":
         return None
-    language = fence_language(fence.info)
+    language = fence_language(info)
+    line = page_block.fence.start
     if language in SHELLS:
-        return Problem(
-            fence.line,
-            f"`{fence.info}` fence: pytest-codeblocks would execute it; use `console`",
-        )
+        return Problem(line, f"`{info}` fence: pytest-codeblocks would execute it; use `console`")
     if language.startswith("python") or language in PYTHON_ALIASES:
         return Problem(
-            fence.line,
-            f"`{fence.info}` fence is skipped by pytest-codeblocks; write exactly `python`",
+            line, f"`{info}` fence is skipped by pytest-codeblocks; write exactly `python`"
         )
     return None
 
 
-def check_outputs(items: list[Fence | Marker]) -> list[Problem]:
-    """Every printing python block has an expected-output fence, and only they do."""
-    problems: list[Problem] = []
-    block: Fence | None = None  # the block an expected-output marker would attach to
-    prints = False  # whether `block` (with its continuations) calls print()
-    has_output = False
-    pending: Marker | None = None  # a marker waiting for its fence
-
-    def close_block() -> None:
-        if block is not None and prints and not has_output:
-            problems.append(
-                Problem(
-                    block.line,
-                    "python block prints but is not followed by "
-                    "<!--pytest-codeblocks:expected-output--> and an output fence",
-                )
+def check_output(page_block: PageBlock) -> Problem | None:
+    """A printing python block has an expected-output fence; no other block has one."""
+    has_output = page_block.block.expected_output is not None
+    if page_block.syntax != "python":
+        if has_output:
+            return Problem(
+                page_block.marker or page_block.fence.start,
+                "expected-output marker not preceded by a python block",
             )
+        return None
+    if PRINT_CALL.search(page_block.code) and not has_output:
+        return Problem(
+            page_block.fence.start,
+            "python block prints but is not followed by "
+            "<!--pytest-codeblocks:expected-output--> and an output fence",
+        )
+    return None
 
-    for item in items:
-        if isinstance(item, Marker):
-            if item.keyword in EXPECTED_OUTPUT:
-                if block is None or block.info != "python" or has_output:
-                    problems.append(
-                        Problem(item.line, "expected-output marker not preceded by a python block")
-                    )
-                pending = item
-            elif item.keyword == "cont":
-                pending = item
+
+def check_loose_lines(text: str, blocks: list[PageBlock]) -> list[Problem]:
+    """``~~~`` fences (which pytest-codeblocks ignores) and markers with no output fence."""
+    inside = {line for b in blocks for line in range(b.lines.start, b.lines.end + 1)}
+    problems: list[Problem] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if number in inside:
             continue
-        if pending is not None and pending.keyword in EXPECTED_OUTPUT:
-            has_output = True
-        elif pending is not None and pending.keyword == "cont":
-            prints = prints or bool(PRINT_CALL.search(item.code))
-        else:
-            close_block()
-            block = item
-            prints = item.info == "python" and bool(PRINT_CALL.search(item.code))
-            has_output = False
-        pending = None
-    if pending is not None:
-        problems.append(Problem(pending.line, "pytest-codeblocks marker not followed by a fence"))
-    close_block()
+        if line.strip().startswith("~~~"):
+            problems.append(
+                Problem(number, "`~~~` fence: pytest-codeblocks ignores it; use ``` fences")
+            )
+        elif OUTPUT_MARKER.fullmatch(line.strip()):
+            problems.append(Problem(number, "expected-output marker not followed by a fence"))
     return problems
 
 
 def lint_markdown(text: str) -> list[Problem]:
     """All fence problems in one Markdown document, sorted by line."""
-    items, problems = scan(text)
-    problems += [p for p in map(check_info_string, _fences(items)) if p is not None]
-    problems += check_outputs(items)
+    try:
+        blocks = page_blocks(text)
+    except (RuntimeError, ValueError) as err:
+        # pytest-codeblocks itself cannot read the page (or it joins blocks with `cont`).
+        match = re.match(r"line (\d+): ", str(err))
+        return [Problem(int(match[1]) if match else 0, f"unreadable: {err}")]
+    problems = [p for p in map(check_info_string, blocks) if p is not None]
+    problems += [p for p in map(check_output, blocks) if p is not None]
+    problems += check_loose_lines(text, blocks)
     return sorted(problems, key=lambda p: p.line)
-
-
-def _fences(items: list[Fence | Marker]) -> list[Fence]:
-    return [item for item in items if isinstance(item, Fence)]
 
 
 def markdown_files() -> list[Path]:
@@ -247,19 +189,6 @@ print(1)
 ```
 ````
 """,
-    "continued block": """
-```python
-x = 2
-```
-<!--pytest-codeblocks:cont-->
-```python
-print(x)
-```
-<!--pytest-codeblocks:expected-output-->
-```text
-2
-```
-""",
     "ignore-whitespace output": """
 ```python
 print( 1 )
@@ -296,9 +225,9 @@ BAD = {
         "!!! note\n    ```python\n    print(1)\n    ```\n",
         "prints but",
     ),
-    "print in a continuation": (
+    "continued block": (
         "```python\nx = 1\n```\n<!--pytest-codeblocks:cont-->\n```python\nprint(x)\n```\n",
-        "prints but",
+        "every block must run on its own",
     ),
     "marker after a text fence": (
         "```text\nhi\n```\n<!--pytest-codeblocks:expected-output-->\n```text\nhi\n```\n",
@@ -306,18 +235,22 @@ BAD = {
     ),
     "marker at the top": (
         "<!--pytest-codeblocks:expected-output-->\n```text\nhi\n```\n",
-        "not preceded",
+        "no previous code block",
     ),
     "two markers for one block": (
         "```python\nprint(1)\n```\n<!--pytest-codeblocks:expected-output-->\n```text\n1\n```\n"
         "<!--pytest-codeblocks:expected-output-->\n```text\n1\n```\n",
-        "not preceded",
+        "already has expected_output",
     ),
     "marker at the end": (
         "```python\nprint(1)\n```\n<!--pytest-codeblocks:expected-output-->\n",
         "not followed",
     ),
-    "unterminated fence": ("```python\nx = 1\n", "unterminated"),
+    "unterminated fence": ("```python\nx = 1\n", "end-of-file"),
+    "marker with no block after a python block": (
+        "```python\nx = 1\n```\n\n<!--pytest-codeblocks:expected-output-->\n",
+        "not followed",
+    ),
 }
 
 
@@ -338,25 +271,94 @@ def test_lint_reports_line_numbers() -> None:
     assert [problem.line for problem in lint_markdown(markdown)] == [5]
 
 
-def test_scanner_agrees_with_pytest_codeblocks() -> None:
-    """The python blocks we see are the ones pytest-codeblocks collects, at the same lines."""
-    markdown = "\n\n".join([*GOOD.values(), BAD["py"][0], BAD["bash"][0]])
-    theirs = [
-        (block.lineno, block.syntax, block.expected_output is not None)
-        for block in extract_from_buffer(io.StringIO(markdown))
-        if block.syntax in {"python", "sh", "bash"}
-    ]
-    items, _ = scan(markdown)
-    # Fences right after a `cont` or expected-output marker are not blocks of their own.
-    absorbed = {
-        after.line
-        for before, after in itertools.pairwise(items)
-        if isinstance(before, Marker)
-        and (before.keyword == "cont" or before.keyword in EXPECTED_OUTPUT)
-    }
-    ours = [
-        (f.line, f.info)
-        for f in _fences(items)
-        if f.info in {"python", "sh", "bash"} and f.line not in absorbed
-    ]
-    assert [(line, syntax) for line, syntax, _ in theirs] == ours
+def test_blocks_sit_where_page_blocks_says() -> None:
+    """Every block's fence, marker and output lines hold what pytest-codeblocks extracted."""
+    for path in markdown_files():
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for page_block in page_blocks(text):
+            opening = lines[page_block.fence.start - 1]
+            assert opening == f"{page_block.indent}{'`' * page_block.ticks}{page_block.syntax}"
+            assert lines[page_block.fence.end - 1].strip() == "`" * page_block.ticks
+            shown = [line for line in page_block.body.split("\n") if line.strip()]
+            assert shown == [line for line in page_block.code.split("\n") if line.strip()]
+            if page_block.output is not None:
+                assert page_block.marker is not None
+                assert OUTPUT_MARKER.fullmatch(lines[page_block.marker - 1].strip())
+                recorded = lines[page_block.output.start : page_block.output.end - 1]
+                expected = page_block.block.expected_output
+                assert [r.strip() for r in recorded] == [e.strip() for e in expected.splitlines()]
+
+
+UPDATE_BEFORE = """# Page
+
+```python
+print(1 + 1)
+```
+
+!!! note
+    ```python
+    print("a\\n\\nb")
+    ```
+    <!--pytest-codeblocks:expected-output-->
+    ```text
+    stale
+    ```
+
+```python
+x = 1
+```
+<!--pytest-codeblocks:expected-output-->
+```text
+printed once, no longer
+```
+<!--pytest.mark.skip(reason="not here")-->
+```python
+print(2)
+```
+<!--pytest-codeblocks:expected-output-->
+```text
+kept
+```
+"""
+
+UPDATE_AFTER = """# Page
+
+```python
+print(1 + 1)
+```
+<!--pytest-codeblocks:expected-output-->
+```text
+2
+```
+
+!!! note
+    ```python
+    print("a\\n\\nb")
+    ```
+    <!--pytest-codeblocks:expected-output-->
+    ```text
+    a
+\x20\x20\x20\x20
+    b
+    ```
+
+```python
+x = 1
+```
+<!--pytest.mark.skip(reason="not here")-->
+```python
+print(2)
+```
+<!--pytest-codeblocks:expected-output-->
+```text
+kept
+```
+"""
+
+
+def test_update_outputs_records_what_blocks_print() -> None:
+    """New outputs are added, stale ones replaced or dropped, skipped blocks left alone."""
+    assert update_text(UPDATE_BEFORE) == UPDATE_AFTER
+    assert lint_markdown(UPDATE_AFTER) == []
+    assert update_text(UPDATE_AFTER) == UPDATE_AFTER

@@ -10,7 +10,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent  # same as conftest.REPO_ROOT
 
-LINTED = [name for name in ("src", "tests", "hooks") if (REPO_ROOT / name).exists()]
+LINTED = [name for name in ("src", "tests", "hooks", "scripts") if (REPO_ROOT / name).exists()]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -29,6 +29,7 @@ def test_ruff_check() -> None:
         pytest.fail(f"ruff check failed:\n{result.stdout}{result.stderr}", pytrace=False)
 
 
+@pytest.mark.long
 def test_mypy_strict() -> None:
     result = _run("mypy")  # files and `strict = true` come from [tool.mypy]
     if result.returncode != 0:

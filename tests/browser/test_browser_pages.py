@@ -85,7 +85,12 @@ def slug(url: str) -> str:
 
 
 PAGES = source_pages()
-PAGE_PARAMS = [pytest.param(url, id=slug(url)) for url in PAGES]
+# Under pytest-xdist (--dist loadgroup) all checks of a page run on one worker, whose
+# module-scoped fixtures then open the page once per scheme.
+PAGE_PARAMS = [
+    pytest.param(url, id=slug(url), marks=pytest.mark.xdist_group(f"page-{slug(url)}"))
+    for url in PAGES
+]
 
 
 # --- one visit per page -------------------------------------------------------------

@@ -1,0 +1,131 @@
+"""The package stands alone: its wheel works in a fresh environment outside the repository.
+
+One test, scheduled first because it takes tens of seconds (it overlaps the rest of a
+parallel run): it builds the wheel from the files a wheel is made of, creates a fresh
+virtual environment in a temporary directory with only PyTorch and Jupyter's kernel
+and client, and executes a chapter's downloadable notebook there. The environment
+does not have ``attnlab``: the notebook's first cell installs the wheel, and every
+other cell then runs against the installed copy, nowhere near the source tree.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import nbformat
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CHAPTER = REPO_ROOT / "docs" / "transformer" / "causal-attention.md"
+PACKAGE = "attention-step-by-step"
+
+sys.path.insert(0, str(REPO_ROOT / "hooks"))
+spec = importlib.util.spec_from_file_location(
+    "chapter_notebooks", REPO_ROOT / "hooks" / "chapter_notebooks.py"
+)
+assert spec is not None and spec.loader is not None
+hook = importlib.util.module_from_spec(spec)
+sys.modules.setdefault("chapter_notebooks", hook)
+spec.loader.exec_module(hook)
+
+EXECUTE = """
+import sys
+
+import nbformat
+from nbclient import NotebookClient
+
+notebook = nbformat.read(sys.argv[1], as_version=4)
+NotebookClient(notebook, kernel_name="python3", timeout=300).execute()
+nbformat.write(notebook, sys.argv[1])
+"""
+
+WHERE = "import attnlab, attnlab.bench; print(attnlab.__file__)"
+
+
+def run(args: list[str | Path], cwd: Path, env: dict[str, str] | None = None) -> str:
+    result = subprocess.run(
+        [str(arg) for arg in args], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        pytest.fail(
+            f"{' '.join(map(str, args))} failed ({result.returncode}):\n"
+            f"{result.stdout}\n{result.stderr}",
+            pytrace=False,
+        )
+    return result.stdout
+
+
+def build_wheel(tmp_path: Path) -> Path:
+    """The package's wheel, built from a copy of pyproject.toml, README.md and src/."""
+    source = tmp_path / "source"
+    shutil.copytree(
+        REPO_ROOT / "src",
+        source / "src",
+        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
+    )
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO_ROOT / name, source / name)
+    dist = tmp_path / "dist"
+    run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+         "--quiet", "-w", dist, source],
+        cwd=tmp_path,
+    )
+    [wheel] = dist.glob("*.whl")
+    return wheel
+
+
+@pytest.mark.long
+def test_a_chapter_notebook_installs_the_wheel_and_runs_outside_the_repository(
+    tmp_path: Path,
+) -> None:
+    wheel = build_wheel(tmp_path)
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", venv], cwd=tmp_path)
+    python = venv / "bin" / "python"
+    requirements = [f"{name}=={version(name)}" for name in ("torch", "ipykernel", "nbclient")]
+    run([python, "-m", "pip", "install", "--quiet", "--no-compile", *requirements], cwd=tmp_path)
+
+    work = tmp_path / "work"
+    work.mkdir()
+    text = CHAPTER.read_text(encoding="utf-8")
+    notebook = hook.markdown_to_notebook(text, hook._title(text), f"{PACKAGE} @ {wheel.as_uri()}")
+    path = work / "chapter.ipynb"
+    nbformat.write(notebook, path)
+
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"} and not key.startswith("JUPYTER")
+    }
+    env.update(
+        PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
+        HOME=str(tmp_path),  # no kernelspec or config of the user's
+        VIRTUAL_ENV=str(venv),
+    )
+    assert importlib.util.find_spec("attnlab") is not None  # here, but not in the venv:
+    absent = subprocess.run([python, "-c", "import attnlab"], cwd=work, env=env, check=False)
+    assert absent.returncode != 0
+
+    run([python, "-c", EXECUTE, path], cwd=work, env=env)
+
+    executed = nbformat.read(path, as_version=4)
+    code_cells = [cell for cell in executed.cells if cell.cell_type == "code"]
+    assert all(cell.get("execution_count") for cell in code_cells)
+    outputs = [out for cell in code_cells for out in cell.get("outputs", [])]
+    assert not [out for out in outputs if out.get("output_type") == "error"]
+    installed = Path(run([python, "-c", WHERE], cwd=work, env=env).strip())
+    assert venv in installed.parents, installed
+    assert REPO_ROOT not in installed.parents
+    files = json.loads(
+        run([python, "-c", "import json, attnlab; print(json.dumps(sorted(dir(attnlab))))"],
+            cwd=work, env=env)
+    )
+    assert "attention_weights" in files
