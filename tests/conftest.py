@@ -67,8 +67,32 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             process.wait(timeout=30)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def _group_by_mark(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Suffix ``@<group>`` to the ids of ``xdist_group`` tests under ``--dist loadgroup``.
+
+    pytest-xdist does this itself by assigning ``item._nodeid``, which pytest 9 no
+    longer reads (node ids live in ``item._id``), so without this every group is
+    silently spread over all workers. Where xdist's own suffix took, this does nothing.
+    """
+    if not getattr(config.option, "loadgroup", False):  # set on workers of a loadgroup run
+        return
+    for item in items:
+        names = sorted(
+            {str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+             for m in item.iter_markers("xdist_group")}
+        )  # fmt: skip
+        if not names or item.nodeid.rfind("@") > item.nodeid.rfind("]"):
+            continue
+        grouped = f"{item.nodeid}@{'_'.join(names)}"
+        if hasattr(item, "_id"):
+            item._id = type(item._id).parse(grouped)
+        else:  # pytest < 9
+            item._nodeid = grouped
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Long tests first, tests that need the built site last: both overlap the build."""
+    _group_by_mark(config, items)
     items.sort(
         key=lambda item: (
             SITE_FIXTURE in getattr(item, "fixturenames", ()),
