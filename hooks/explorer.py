@@ -7,18 +7,38 @@ numbers and no JavaScript recomputes them.
 
 from __future__ import annotations
 
+import functools
 import json
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
+from mkdocs.structure.pages import Page
 
 from attnlab.explorer import explorer_data
 
 DATA_PATH = "assets/explorer-data.json"
+EXPLORER_PAGE = "explorer.md"
+
+
+@functools.cache
+def _data_json() -> str:
+    """The explorer's data as compact JSON, computed once per build process."""
+    return json.dumps(explorer_data(), separators=(",", ":"))
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     """Add the explorer's data as a generated file (also a valid link target in the docs)."""
-    content = json.dumps(explorer_data(), separators=(",", ":"))
-    files.append(File.generated(config, DATA_PATH, content=content))
+    files.append(File.generated(config, DATA_PATH, content=_data_json()))
     return files
+
+
+def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    """Inline the data into the explorer page, so it works opened from disk (``file://``).
+
+    ``fetch`` of a local file is blocked by browsers; a JSON ``<script>`` element is not.
+    ``</`` is escaped so the data cannot close the element early.
+    """
+    if page.file.src_uri != EXPLORER_PAGE:
+        return html
+    data = _data_json().replace("</", "<\\/")
+    return f'{html}\n<script type="application/json" id="explorer-data">{data}</script>\n'

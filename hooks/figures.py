@@ -44,6 +44,7 @@ from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
 import attnlab
+import attnlab.recall
 from attnlab import examples, plot
 
 FigureBuilder = Callable[[], Figure]
@@ -257,6 +258,75 @@ def cross_attention() -> Figure:
     return _seeded(123, build)
 
 
+def _recall_rows(batch: attnlab.recall.RecallBatch) -> list[str]:
+    task = attnlab.recall.RecallTask()
+    return [
+        f"{task.key_name(int(q))}? -> {int(t)}"
+        for q, t in zip(batch.query, batch.target, strict=True)
+    ]
+
+
+def recall_model() -> Figure:
+    """The trained recall model answering the chapter's first example, as a lookup diagram."""
+    from attnlab import recall
+
+    _, trained, _ = recall.trained_recall_model()
+    batch = recall.example_batch()
+    task, real = trained.task, int(batch.present[0].sum())
+    with torch.no_grad():
+        logits, attn_weights = trained(batch)
+    return plot.plot_retrieval(
+        f"{task.key_name(int(batch.query[0]))} ?",
+        [task.key_name(int(k)) for k in batch.keys[0, :real]],
+        [str(int(v)) for v in batch.values[0, :real]],
+        attn_weights[0, :real],
+        f"answer {int(logits[0].argmax())}",
+        title="trained: " + recall.describe(task, batch),
+    )
+
+
+def recall_loss() -> Figure:
+    """Training loss of the chapter's recall model."""
+    from attnlab import recall
+
+    _, _, history = recall.trained_recall_model()
+    return plot.plot_loss(history.loss, title="associative recall, seed 0")
+
+
+def recall_attention() -> Figure:
+    """Query attention over the slots of six held-out sequences, before and after training."""
+    from attnlab import recall
+
+    untrained, trained, _ = recall.trained_recall_model()
+    batch = recall.held_out_batch(6)
+    rows, slots = _recall_rows(batch), [str(j + 1) for j in range(batch.keys.shape[1])]
+    fig, (left, right) = _side_by_side(11.0, 3.6)
+    with torch.no_grad():
+        for ax, model, title in [(left, untrained, "before training"), (right, trained, "after")]:
+            plot.plot_attention(
+                model(batch)[1], rows, slots, ax=ax, vmin=0, vmax=1, colorbar=ax is right,
+                xlabel="slot (stored pair)", ylabel="question", title=title,
+            )  # fmt: skip
+    return fig
+
+
+def recall_scores() -> Figure:
+    """Scores between question letters and stored key letters, before and after training."""
+    from attnlab import recall
+
+    untrained, trained, _ = recall.trained_recall_model()
+    letters = [trained.task.key_name(k) for k in range(trained.task.num_keys)]
+    before, after = recall.key_query_scores(untrained), recall.key_query_scores(trained)
+    low, high = float(min(before.min(), after.min())), float(max(before.max(), after.max()))
+    fig, (left, right) = _side_by_side(11.0, 5.0)
+    for ax, scores, title in [(left, before, "before training"), (right, after, "after")]:
+        plot.plot_attention(
+            scores, letters, letters, ax=ax, annotate=False, vmin=low, vmax=high,
+            colorbar=ax is right, xlabel="stored key", ylabel="question", title=title,
+        )  # fmt: skip
+    return fig
+
+
 def bench_time() -> Figure:
     """Forward time against T, log-log, from the benchmark's recorded results."""
     from attnlab.bench import load_results, plot_sweep
@@ -284,6 +354,10 @@ FIGURES: dict[str, FigureBuilder] = {
     "causal-weights": causal_weights,
     "multi-head": multi_head,
     "cross-attention": cross_attention,
+    "recall-model": recall_model,
+    "recall-loss": recall_loss,
+    "recall-attention": recall_attention,
+    "recall-scores": recall_scores,
     "bench-time": bench_time,
     "bench-memory": bench_memory,
 }

@@ -111,3 +111,42 @@ def test_built_site_ships_the_same_data(built_site: Path) -> None:
     page = (built_site / "explorer" / "index.html").read_text("utf-8")
     assert 'id="explorer-data-link"' in page
     assert 'id="attention-explorer"' in page
+
+
+def test_recall_data_comes_from_the_trained_and_untrained_models() -> None:
+    """Every question's weights are the models' own, and the trained model answers right."""
+    from attnlab import recall
+    from attnlab.explorer import RECALL_SEQUENCES, recall_data
+
+    data = recall_data()
+    untrained, trained, _ = recall.trained_recall_model()
+    batch = recall.held_out_batch(RECALL_SEQUENCES)
+    assert len(data["sequences"]) == RECALL_SEQUENCES
+    for i, sequence in enumerate(data["sequences"]):
+        real = int(batch.present[i].sum())
+        assert len(sequence["keys"]) == len(sequence["values"]) == real
+        for q, question in enumerate(sequence["questions"]):
+            one = recall.RecallBatch(
+                batch.keys[i : i + 1],
+                batch.values[i : i + 1],
+                batch.present[i : i + 1],
+                batch.keys[i, q : q + 1],
+                batch.values[i, q : q + 1],
+                torch.tensor([q]),
+            )
+            with torch.no_grad():
+                for name, model in (("before", untrained), ("after", trained)):
+                    weights = model(one)[1][0, :real]
+                    assert question[name] == pytest.approx(weights.tolist(), abs=1e-4)
+            assert question["target"] == sequence["values"][q]
+            assert question["answer_after"] == question["target"]
+            assert question["after"][q] > 0.9
+
+
+def test_explorer_page_inlines_its_data(built_site: Path) -> None:
+    """The page carries its data, so it works opened from disk, where fetch is blocked."""
+    page = (built_site / "explorer" / "index.html").read_text("utf-8")
+    start = page.index('<script type="application/json" id="explorer-data">')
+    inline = page[start:].split(">", 1)[1].split("</script>", 1)[0]
+    assert json.loads(inline.replace("<\\/", "</")) == json.loads(json.dumps(explorer_data()))
+    assert 'id="recall-explorer"' in page

@@ -39,11 +39,13 @@ from .functional import attention_weights
 
 __all__ = [
     "DECIMALS",
+    "RECALL_SEQUENCES",
     "TEMPERATURES",
     "ExplorerSentence",
     "explorer_data",
     "explorer_sentences",
     "explorer_weights",
+    "recall_data",
 ]
 
 TEMPERATURES: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0)
@@ -210,4 +212,65 @@ def explorer_data() -> dict[str, Any]:
                 "weights": weights,
             }
         )
-    return {"decimals": DECIMALS, "temperatures": list(TEMPERATURES), "sentences": sentences}
+    return {
+        "decimals": DECIMALS,
+        "temperatures": list(TEMPERATURES),
+        "sentences": sentences,
+        "recall": recall_data(),
+    }
+
+
+RECALL_SEQUENCES = 6
+"""How many held-out recall sequences the explorer offers."""
+
+
+def recall_data() -> dict[str, Any]:
+    """The trained and untrained recall models' weights, for every question they could get.
+
+    Uses [`trained_recall_model`][attnlab.recall.trained_recall_model] on the first
+    ``RECALL_SEQUENCES`` sequences of a held-out batch. For each sequence and each key it
+    stores, the query asks for that key; the entry keeps both models' attention weights
+    over the real pairs (rounded to ``DECIMALS``) and their answers.
+
+    Returns:
+        ``{"sequences": [{"keys", "values", "questions": [{"key", "target", "before",
+        "after", "answer_before", "answer_after"}, ...]}, ...]}``.
+    """
+    from . import recall
+
+    untrained, trained, _ = recall.trained_recall_model()
+    task = trained.task
+    batch = recall.held_out_batch(RECALL_SEQUENCES)
+    sequences: list[dict[str, Any]] = []
+    for i in range(RECALL_SEQUENCES):
+        real = int(batch.present[i].sum())
+        # one row per question: sequence i repeated, asking for each stored key in turn
+        asks = recall.RecallBatch(
+            batch.keys[i].expand(real, -1),
+            batch.values[i].expand(real, -1),
+            batch.present[i].expand(real, -1),
+            batch.keys[i, :real],
+            batch.values[i, :real],
+            torch.arange(real),
+        )
+        with torch.no_grad():
+            logits_before, before = untrained(asks)  # (real, V), (real, P)
+            logits_after, after = trained(asks)
+        sequences.append(
+            {
+                "keys": [task.key_name(int(k)) for k in batch.keys[i, :real]],
+                "values": [int(v) for v in batch.values[i, :real]],
+                "questions": [
+                    {
+                        "key": task.key_name(int(asks.query[q])),
+                        "target": int(asks.target[q]),
+                        "before": _rounded(before[q : q + 1, :real])[0],
+                        "after": _rounded(after[q : q + 1, :real])[0],
+                        "answer_before": int(logits_before[q].argmax()),
+                        "answer_after": int(logits_after[q].argmax()),
+                    }
+                    for q in range(real)
+                ],
+            }
+        )
+    return {"sequences": sequences}

@@ -29,14 +29,26 @@ from torch import Tensor
 from ._validation import check_tensor, format_shape
 
 __all__ = [
+    "ROLE_COLOURS",
     "plot_attention",
     "plot_heads",
+    "plot_loss",
     "plot_mask",
+    "plot_retrieval",
     "plot_softmax_scaling",
     "plot_variance_vs_dim",
 ]
 
 CMAP = "viridis"
+
+ROLE_COLOURS: dict[str, str] = {
+    "query": "#1f77b4",
+    "key": "#d62728",
+    "value": "#2ca02c",
+    "weight": "#ff7f0e",
+    "output": "#9467bd",
+}
+"""One colour per role, the same on every diagram: readable on light and dark pages."""
 
 
 def _check_rank(name: str, tensor: Tensor, rank: int, wanted: str) -> None:
@@ -403,6 +415,112 @@ def plot_variance_vs_dim(
     ax.legend(frameon=False)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
+    if title is not None:
+        ax.set_title(title)
+    return fig
+
+
+def plot_loss(loss: Sequence[float], *, title: str | None = None, ax: Axes | None = None) -> Figure:
+    """Draw a training loss curve, one point per step, on a log scale.
+
+    Args:
+        loss: The loss after each step.
+        title: Axes title.
+        ax: Draw into this axes instead of a new figure.
+
+    Returns:
+        The figure holding the curve.
+    """
+    if len(loss) == 0:
+        raise ValueError("loss must hold at least one value; got an empty sequence")
+    fig, ax = _new_axes(ax, (6.0, 3.0))
+    ax.plot(range(1, len(loss) + 1), list(loss), color=ROLE_COLOURS["output"], linewidth=1.2)
+    ax.set_yscale("log")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("cross-entropy loss")
+    ax.grid(True, which="major", alpha=0.3)
+    if title is not None:
+        ax.set_title(title)
+    return fig
+
+
+def plot_retrieval(
+    query_label: str,
+    key_labels: Sequence[str],
+    value_labels: Sequence[str],
+    weights: Tensor,
+    answer: str,
+    *,
+    title: str | None = None,
+) -> Figure:
+    """Draw one query retrieving from stored key-value pairs: attention as a lookup.
+
+    The stored pairs form a column of key and value boxes; arrows from the query to
+    each pair are labelled with its attention weight and drawn thicker for larger
+    weights; the weighted sum of the values leads to the answer.
+
+    Args:
+        query_label: Text of the query box.
+        key_labels: Text of each stored key (``S`` entries).
+        value_labels: Text of each stored value (``S`` entries).
+        weights: The query's attention weight on each pair.
+        answer: Text of the output box.
+        title: Figure title.
+
+    Returns:
+        The diagram.
+
+    Shape:
+        weights: ``(S,)``.
+    """
+    weights = check_tensor("weights", weights)
+    _check_rank("weights", weights, 1, "(S,)")
+    S = weights.shape[0]
+    keys = _check_labels("key_labels", key_labels, S, "weights (S)")
+    values = _check_labels("value_labels", value_labels, S, "weights (S)")
+    fig = Figure(figsize=(7.0, 0.9 + 0.7 * S), layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_xlim(0, 10)
+    ax.set_ylim(-0.8, S - 0.2)
+    ax.axis("off")
+    middle = (S - 1) / 2
+
+    def box(x: float, y: float, text: str, role: str, width: float = 1.1) -> None:
+        colour = ROLE_COLOURS[role]
+        ax.add_patch(
+            mpl.patches.FancyBboxPatch(
+                (x - width / 2, y - 0.27), width, 0.54, boxstyle="round,pad=0.04",
+                facecolor=colour, edgecolor=colour, alpha=0.9,
+            )
+        )  # fmt: skip
+        ax.text(x, y, text, ha="center", va="center", color="white", fontweight="bold")
+
+    box(1.0, middle, query_label, "query", width=1.4)
+    for j in range(S):
+        y = S - 1 - j
+        weight = float(weights[j])
+        box(5.6, y, keys[j], "key", width=0.9)
+        box(6.6, y, values[j], "value", width=0.9)
+        ax.annotate(
+            "", xy=(5.1, y), xytext=(1.75, middle),
+            arrowprops={"arrowstyle": "-|>", "color": ROLE_COLOURS["weight"],
+                        "linewidth": 0.6 + 5.0 * weight, "alpha": 0.35 + 0.65 * weight},
+        )  # fmt: skip
+        # beside the arrow's tip, on the side its line does not come from
+        ax.text(
+            4.95, y + (0.3 if y >= middle else -0.3), f"{weight:.2f}",
+            ha="right", va="center", color=ROLE_COLOURS["weight"], fontweight="bold",
+        )  # fmt: skip
+        ax.annotate(
+            "", xy=(8.3, middle), xytext=(7.1, y),
+            arrowprops={"arrowstyle": "-", "color": ROLE_COLOURS["value"],
+                        "linewidth": 0.5 + 4.0 * weight, "alpha": 0.3 + 0.7 * weight},
+        )  # fmt: skip
+    box(9.0, middle, answer, "output", width=1.4)
+    ax.text(1.0, middle - 0.55, "query", ha="center", va="top", fontsize="small")
+    ax.text(6.1, -0.6, "stored pairs: key | value", ha="center", va="top", fontsize="small")
+    ax.text(9.0, middle - 0.55, "weighted sum\nof values", ha="center", va="top",
+            fontsize="small")  # fmt: skip
     if title is not None:
         ax.set_title(title)
     return fig

@@ -118,7 +118,8 @@ def _open_explorer(page: Any, site_url: str) -> None:
 
 
 def _bars(page: Any) -> list[str]:
-    return [text.strip() for text in page.locator(".attn-bar__value").all_inner_texts()]
+    bars = page.locator("#attention-explorer .attn-bar__value")
+    return [text.strip() for text in bars.all_inner_texts()]
 
 
 def _heatmap(page: Any) -> list[list[str]]:
@@ -130,7 +131,9 @@ def _heatmap(page: Any) -> list[list[str]]:
 
 
 def _pressed(page: Any) -> list[str]:
-    return page.locator(".attn-explorer__token[aria-pressed='true']").all_inner_texts()
+    return page.locator(
+        "#attention-explorer .attn-explorer__token[aria-pressed='true']"
+    ).all_inner_texts()
 
 
 def test_explorer_opens_on_the_walkthrough_numbers(page: Any, site_url: str) -> None:
@@ -150,7 +153,7 @@ def test_explorer_follows_clicks_switches_and_temperature(page: Any, site_url: s
     """Each control changes the bars and table to the package's weights for that setting."""
     _open_explorer(page, site_url)
     page.get_by_label("Sentence").select_option(label="Dream big and work for it")
-    page.locator(".attn-explorer__token", has_text="work").click()
+    page.locator("#attention-explorer .attn-explorer__token", has_text="work").click()
     assert _pressed(page) == ["work"]
     state = {"scaled": False, "causal": False, "temperature": 1.0}
     assert _bars(page) == expected_weights(1, **state)[3]  # type: ignore[arg-type]
@@ -179,7 +182,7 @@ def test_explorer_life_is_short_matches_the_tutorial(page: Any, site_url: str) -
     _open_explorer(page, site_url)
     page.get_by_label("Sentence").select_option(label="Life is short, eat dessert first")
     page.get_by_label("Scale scores by").check()
-    page.locator(".attn-explorer__token", has_text="is").click()
+    page.locator("#attention-explorer .attn-explorer__token", has_text="is").click()
     expected = expected_weights(2, scaled=True, causal=False, temperature=1.0)
     assert _bars(page) == expected[1]
     assert _bars(page) == ["0.2912", "0.0106", "0.0982", "0.0625", "0.4917", "0.0458"]
@@ -189,7 +192,7 @@ def test_explorer_life_is_short_matches_the_tutorial(page: Any, site_url: str) -
 def test_explorer_tokens_work_from_the_keyboard(page: Any, site_url: str) -> None:
     """Arrow keys move the focus along the tokens; Enter and Space select the focused one."""
     _open_explorer(page, site_url)
-    page.locator(".attn-explorer__token[aria-pressed='true']").focus()
+    page.locator("#attention-explorer .attn-explorer__token[aria-pressed='true']").focus()
     page.keyboard.press("ArrowRight")
     focused = page.evaluate("document.activeElement.textContent")
     assert focused == "starts"
@@ -222,3 +225,40 @@ def test_explorer_is_accessible_in_both_schemes(new_context: Any, site_url: str)
         ]
         tab.close()
         assert not blocking, f"{scheme} scheme: {blocking}"
+
+
+# --- the trained recall model in the explorer ---------------------------------------------
+
+
+def test_recall_explorer_shows_the_models_weights(page: Any, site_url: str) -> None:
+    """The recall view's bars are recall_data()'s weights; a question click switches them."""
+    from attnlab.explorer import recall_data
+
+    data = recall_data()["sequences"]
+    page.goto(site_url + "explorer/")
+    page.wait_for_selector("#recall-explorer[data-ready='true']")
+    values = page.locator("#recall-explorer .attn-bar__value").all_inner_texts()
+    first = data[0]["questions"][0]
+    assert values == [f"{w:.4f}" for w in first["before"] + first["after"]]
+    page.locator("#recall-explorer .attn-explorer__token").nth(1).click()
+    values = page.locator("#recall-explorer .attn-bar__value").all_inner_texts()
+    second = data[0]["questions"][1]
+    assert values == [f"{w:.4f}" for w in second["before"] + second["after"]]
+    assert (
+        "answers " + str(second["target"]) + " (right"
+        in page.locator("#recall-explorer").inner_text()
+    )
+
+
+def test_explorer_works_opened_from_disk(new_context: Any, built_site: Path) -> None:
+    """From file:// (no server, fetch blocked) the explorer still draws: its data is inlined.
+
+    (Material's own search worker cannot start from file://, so its page errors are not
+    this test's business: only the explorer is checked.)
+    """
+    page = new_context("light").new_page()
+    page.goto((built_site / "explorer" / "index.html").as_uri())
+    page.wait_for_selector("#attention-explorer[data-ready='true']")
+    page.wait_for_selector("#recall-explorer[data-ready='true']")
+    assert len(page.locator("#attention-explorer .attn-bar__value").all_inner_texts()) == 6
+    page.close()

@@ -275,24 +275,121 @@
     root.dataset.ready = "true";
   }
 
+  // --- the trained recall model (docs/explorer.md#recall) -----------------
+  function bars(weights, keys, values, decimals) {
+    return weights.map(function (weight, j) {
+      var fill = el("span", { className: "attn-bar__fill" });
+      fill.style.width = (100 * weight).toFixed(1) + "%";
+      return el("div", { className: "attn-bar", role: "listitem" }, [
+        el("span", { className: "attn-bar__word", text: keys[j] + ":" + values[j] }),
+        el("span", { className: "attn-bar__track", "aria-hidden": "true" }, [fill]),
+        el("span", { className: "attn-bar__value", text: weight.toFixed(decimals) }),
+      ]);
+    });
+  }
+
+  function buildRecall(root, data) {
+    var recall = data.recall;
+    var state = { sequence: 0, question: 0 };
+    var select = el("select", { id: "recall-sequence", className: "attn-explorer__select" });
+    recall.sequences.forEach(function (sequence, i) {
+      var pairs = sequence.keys.map(function (key, j) {
+        return key + ":" + sequence.values[j];
+      });
+      select.appendChild(el("option", { value: String(i), text: pairs.join(" ") }));
+    });
+    var questions = el("div", {
+      className: "attn-explorer__tokens",
+      role: "group",
+      "aria-label": "Question: the key to look up",
+    });
+    var out = el("div", { "aria-live": "polite" });
+    root.textContent = "";
+    root.appendChild(
+      el("div", { className: "attn-explorer__controls" }, [
+        el("div", { className: "attn-explorer__control" }, [
+          el("label", { for: "recall-sequence", text: "Stored pairs" }),
+          select,
+        ]),
+      ])
+    );
+    root.appendChild(questions);
+    root.appendChild(out);
+
+    function render() {
+      var sequence = recall.sequences[state.sequence];
+      var q = sequence.questions[state.question];
+      questions.textContent = "";
+      sequence.questions.forEach(function (question, i) {
+        var button = el("button", {
+          type: "button",
+          className: "attn-explorer__token",
+          "aria-pressed": String(i === state.question),
+          text: question.key + "?",
+        });
+        button.addEventListener("click", function () {
+          state.question = i;
+          render();
+        });
+        questions.appendChild(button);
+      });
+      out.textContent = "";
+      [
+        ["Untrained model", q.before, q.answer_before],
+        ["Trained model", q.after, q.answer_after],
+      ].forEach(function (row) {
+        var verdict = row[2] === q.target ? "right" : "wrong";
+        out.appendChild(
+          el("p", {
+            className: "attn-explorer__caption",
+            text: row[0] + ": answers " + row[2] + " (" + verdict + "; the stored value is " +
+              q.target + ")",
+          })
+        );
+        out.appendChild(
+          el("div", { role: "list", className: "recall-bars" },
+            bars(row[1], sequence.keys, sequence.values, data.decimals))
+        );
+      });
+    }
+
+    select.addEventListener("change", function () {
+      state.sequence = Number(select.value);
+      state.question = 0;
+      render();
+    });
+    render();
+    root.dataset.ready = "true";
+  }
+
+  // The data is inlined by the build when it can be (works from file://); else fetched.
+  function loadData(link) {
+    var inline = document.getElementById("explorer-data");
+    if (inline) return Promise.resolve(JSON.parse(inline.textContent));
+    return fetch(link.href).then(function (response) {
+      if (!response.ok) throw new Error("HTTP " + response.status + " for " + link.href);
+      return response.json();
+    });
+  }
+
   function init() {
     var root = document.getElementById("attention-explorer");
-    if (!root || root.dataset.ready) return;
+    var recallRoot = document.getElementById("recall-explorer");
+    if ((!root || root.dataset.ready) && (!recallRoot || recallRoot.dataset.ready)) return;
     var link = document.getElementById("explorer-data-link");
     if (!link) {
-      root.textContent = "The explorer's data link is missing from this page.";
+      (root || recallRoot).textContent = "The explorer's data link is missing from this page.";
       return;
     }
-    fetch(link.href)
-      .then(function (response) {
-        if (!response.ok) throw new Error("HTTP " + response.status + " for " + link.href);
-        return response.json();
-      })
+    loadData(link)
       .then(function (data) {
-        build(root, data);
+        if (root && !root.dataset.ready) build(root, data);
+        if (recallRoot && !recallRoot.dataset.ready) buildRecall(recallRoot, data);
       })
       .catch(function (error) {
-        root.textContent = "Could not load the explorer's data: " + error.message;
+        [root, recallRoot].forEach(function (node) {
+          if (node) node.textContent = "Could not load the explorer's data: " + error.message;
+        });
       });
   }
 
