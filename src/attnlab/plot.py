@@ -27,9 +27,9 @@ from matplotlib.image import AxesImage
 from torch import Tensor
 
 from ._validation import check_tensor, format_shape
+from .diagrams import ROLE_COLOURS
 
 __all__ = [
-    "ROLE_COLOURS",
     "plot_attention",
     "plot_heads",
     "plot_loss",
@@ -41,14 +41,6 @@ __all__ = [
 
 CMAP = "viridis"
 
-ROLE_COLOURS: dict[str, str] = {
-    "query": "#1f77b4",
-    "key": "#d62728",
-    "value": "#2ca02c",
-    "weight": "#ff7f0e",
-    "output": "#9467bd",
-}
-"""One colour per role, the same on every diagram: readable on light and dark pages."""
 
 
 def _check_rank(name: str, tensor: Tensor, rank: int, wanted: str) -> None:
@@ -495,25 +487,25 @@ def plot_retrieval(
         )  # fmt: skip
         ax.text(x, y, text, ha="center", va="center", color="white", fontweight="bold")
 
-    box(1.0, middle, query_label, "query", width=1.4)
+    box(1.0, middle, query_label, "queries", width=1.4)
     for j in range(S):
         y = S - 1 - j
         weight = float(weights[j])
-        box(5.6, y, keys[j], "key", width=0.9)
-        box(6.6, y, values[j], "value", width=0.9)
+        box(5.6, y, keys[j], "keys", width=0.9)
+        box(6.6, y, values[j], "values", width=0.9)
         ax.annotate(
             "", xy=(5.1, y), xytext=(1.75, middle),
-            arrowprops={"arrowstyle": "-|>", "color": ROLE_COLOURS["weight"],
+            arrowprops={"arrowstyle": "-|>", "color": ROLE_COLOURS["weights"],
                         "linewidth": 0.6 + 5.0 * weight, "alpha": 0.35 + 0.65 * weight},
         )  # fmt: skip
         # beside the arrow's tip, on the side its line does not come from
         ax.text(
             4.95, y + (0.3 if y >= middle else -0.3), f"{weight:.2f}",
-            ha="right", va="center", color=ROLE_COLOURS["weight"], fontweight="bold",
+            ha="right", va="center", color=ROLE_COLOURS["weights"], fontweight="bold",
         )  # fmt: skip
         ax.annotate(
             "", xy=(8.3, middle), xytext=(7.1, y),
-            arrowprops={"arrowstyle": "-", "color": ROLE_COLOURS["value"],
+            arrowprops={"arrowstyle": "-", "color": ROLE_COLOURS["values"],
                         "linewidth": 0.5 + 4.0 * weight, "alpha": 0.3 + 0.7 * weight},
         )  # fmt: skip
     box(9.0, middle, answer, "output", width=1.4)
