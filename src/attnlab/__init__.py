@@ -7,7 +7,7 @@ lengths, ``d_in``/``d_out`` widths (``d_out`` always the total), ``H`` heads,
 masks are added to the scores.
 """
 
-from . import examples
+from . import examples, ring
 from .backends import BACKENDS, Backend, attend
 from .causal import CausalAttention
 from .flash import flash_attention
@@ -23,6 +23,7 @@ from .functional import (
 )
 from .masks import mask_from_torch, mask_to_torch
 from .multihead import CrossAttention, MultiHeadAttention, MultiHeadAttentionWrapper
+from .ring import ring_attention
 from .self_attention import SelfAttentionV1, SelfAttentionV2
 
 __all__ = [
@@ -44,6 +45,8 @@ __all__ = [
     "flash_attention",
     "mask_from_torch",
     "mask_to_torch",
+    "ring",
+    "ring_attention",
     "scaled_dot_product_attention",
     "softmax",
     "softmax_naive",

@@ -1,0 +1,430 @@
+"""Ring attention: one sequence split across the processes of a ``torch.distributed`` group.
+
+Each of ``P`` ranks holds a shard of the sequence (dim ``-2``) of the queries, keys and
+values. The key/value shards travel around a ring: at step ``s`` rank ``r`` holds the
+keys and values that started on rank ``(r - s) mod P``, computes the attention of its
+own queries to them with [`flash_attention`][attnlab.flash_attention] (which also
+returns each row's log-sum-exp), sends them on to rank ``r + 1`` and receives the next
+ones from rank ``r - 1``. After ``P`` steps every query has seen every key, and the
+partial results have been merged with the log-sum-exp rule of
+[`merge_partials`][attnlab.ring.merge_partials]: no rank ever holds more than two
+key/value shards, so memory per rank grows like ``T / P``.
+
+Causal attention skips the (query chunk, key chunk) pairs that lie entirely in the
+future. With contiguous shards that leaves rank 0 almost idle and the last rank doing
+``P`` times more work; the ``"zigzag"`` layout gives rank ``r`` chunks ``r`` and
+``2P - 1 - r`` of ``2P``, one early and one late, and every rank the same work.
+
+[`run_local`][attnlab.ring.run_local] starts ``P`` local processes on the gloo backend,
+bound to 127.0.0.1, so all of this runs on one CPU; the same ``ring_attention`` runs
+on NCCL across GPUs unchanged.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import pickle
+import queue
+import traceback
+from collections.abc import Callable
+from typing import Any, Literal
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch import Tensor
+from torch.distributed import TCPStore  # type: ignore[attr-defined]
+
+from ._validation import check_attention_args, format_shape
+from .bench import _read_status_kib, _release_free_memory
+from .flash import flash_attention
+
+__all__ = [
+    "Layout",
+    "chunk_ids",
+    "merge_partials",
+    "peak_extra_bytes",
+    "ring_attention",
+    "ring_schedule",
+    "run_local",
+    "shard",
+    "unshard",
+]
+
+Layout = Literal["contiguous", "zigzag"]
+"""How the sequence is cut: one contiguous shard per rank, or two zig-zag chunks."""
+
+Pair = Literal["full", "diagonal", "skip"]
+"""What one (query chunk, key chunk) pair costs: all scores, the causal half, or none."""
+
+
+# ------------------------------------------------------------------ layout and schedule
+
+
+def _check_layout(layout: object) -> Layout:
+    if layout == "contiguous":
+        return "contiguous"
+    if layout == "zigzag":
+        return "zigzag"
+    raise ValueError(f"layout must be 'contiguous' or 'zigzag'; got {layout!r}")
+
+
+def chunk_ids(rank: int, world_size: int, layout: Layout = "contiguous") -> list[int]:
+    """The chunks of the sequence that ``rank`` holds, in order.
+
+    Args:
+        rank: The rank, ``0 <= rank < world_size``.
+        world_size: ``P``, the number of ranks.
+        layout: ``"contiguous"``: the sequence is cut into ``P`` chunks and rank ``r``
+            holds chunk ``r``. ``"zigzag"``: ``2P`` chunks, rank ``r`` holds chunks
+            ``r`` and ``2P - 1 - r``.
+
+    Returns:
+        The chunk indices, ``[r]`` or ``[r, 2P - 1 - r]``.
+    """
+    if _check_layout(layout) == "contiguous":
+        return [rank]
+    return [rank, 2 * world_size - 1 - rank]
+
+
+def _chunks(x: Tensor, size: int) -> list[Tensor]:
+    """``x`` cut into consecutive pieces of ``size`` rows (dim ``-2``): views, no copies."""
+    return [x[..., i : i + size, :] for i in range(0, x.shape[-2], size)]
+
+
+def _num_chunks(world_size: int, layout: Layout) -> int:
+    return world_size if layout == "contiguous" else 2 * world_size
+
+
+def shard(x: Tensor, rank: int, world_size: int, layout: Layout = "contiguous") -> Tensor:
+    """The part of a full sequence ``x`` that ``rank`` holds.
+
+    Args:
+        x: A full sequence, tokens on dim ``-2``.
+        rank: The rank.
+        world_size: ``P``.
+        layout: ``"contiguous"`` or ``"zigzag"`` (see [`chunk_ids`][attnlab.ring.chunk_ids]).
+
+    Returns:
+        The rank's chunks, concatenated along dim ``-2``.
+
+    Raises:
+        ValueError: ``T`` is not a multiple of the number of chunks.
+
+    Shape:
+        x: ``(..., T, E)``; output: ``(..., T / P, E)``.
+    """
+    n = _num_chunks(world_size, _check_layout(layout))
+    T = x.shape[-2]
+    if T % n:
+        raise ValueError(
+            f"x must have a sequence length (dim -2) divisible by {n} chunks; "
+            f"got shape {format_shape(x.shape)}"
+        )
+    chunks = _chunks(x, T // n)
+    return torch.cat([chunks[i] for i in chunk_ids(rank, world_size, layout)], dim=-2)
+
+
+def unshard(shards: list[Tensor], layout: Layout = "contiguous") -> Tensor:
+    """Put the ranks' shards (``shards[r]`` from rank ``r``) back in sequence order.
+
+    Shape:
+        shards: ``P`` tensors ``(..., T / P, E)``; output: ``(..., T, E)``.
+    """
+    world_size = len(shards)
+    per_rank = len(chunk_ids(0, world_size, layout))
+    chunks: dict[int, Tensor] = {}
+    for rank, part in enumerate(shards):
+        pieces = _chunks(part, part.shape[-2] // per_rank)
+        chunks.update(zip(chunk_ids(rank, world_size, layout), pieces, strict=True))
+    return torch.cat([chunks[i] for i in sorted(chunks)], dim=-2)
+
+
+def _pair(query_chunk: int, key_chunk: int, is_causal: bool) -> Pair:
+    if not is_causal or key_chunk < query_chunk:
+        return "full"
+    return "diagonal" if key_chunk == query_chunk else "skip"
+
+
+def ring_schedule(
+    world_size: int, is_causal: bool = False, layout: Layout = "contiguous"
+) -> list[list[dict[str, Any]]]:
+    """Who computes what at each step of the ring: the plan ``ring_attention`` follows.
+
+    Args:
+        world_size: ``P``.
+        is_causal: Whether pairs in the future are skipped.
+        layout: ``"contiguous"`` or ``"zigzag"``.
+
+    Returns:
+        ``schedule[step][rank]``: a dict with ``source`` (the rank whose keys and values
+        are visiting), ``pairs`` (``(query chunk, key chunk, kind)`` for each pair, kind
+        ``"full"``, ``"diagonal"`` or ``"skip"``) and ``work`` (the scores computed, in
+        units of one full chunk-by-chunk block; a diagonal block counts a half).
+    """
+    schedule = []
+    for step in range(world_size):
+        row = []
+        for rank in range(world_size):
+            source = (rank - step) % world_size
+            pairs = [
+                (i, j, _pair(i, j, is_causal))
+                for i in chunk_ids(rank, world_size, layout)
+                for j in chunk_ids(source, world_size, layout)
+            ]
+            work = sum({"full": 1.0, "diagonal": 0.5, "skip": 0.0}[kind] for *_, kind in pairs)
+            row.append({"source": source, "pairs": pairs, "work": work})
+        schedule.append(row)
+    return schedule
+
+
+# ---------------------------------------------------------------------- the merge rule
+
+
+def merge_partials(out_a: Tensor, lse_a: Tensor, out_b: Tensor, lse_b: Tensor) -> Tensor:
+    """Merge two attention outputs over disjoint sets of keys into the output over both.
+
+    With ``lse`` the log-sum-exp of each row's scores over its keys, the softmax over
+    the union gives each part the weight ``exp(lse_part - lse_union)``: the flash
+    forward's rescaling factor ``exp(m_old - m_new)``, applied to normalised outputs.
+    A row with no keys in either part (``lse = -inf``) stays zero.
+
+    Args:
+        out_a: Output over the first keys.
+        lse_a: Its log-sum-exp per row.
+        out_b: Output over the second keys.
+        lse_b: Its log-sum-exp per row.
+
+    Returns:
+        ``torch.cat([output, lse[..., None]], dim=-1)``: the merged output with the merged
+        log-sum-exp as its last column.
+
+    Shape:
+        out: ``(..., L, Ev)``; lse: ``(..., L)``; returns ``(..., L, Ev + 1)``.
+    """
+    lse = torch.logaddexp(lse_a, lse_b)  # (..., L)
+    shift = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse)
+    weight_a = torch.exp(lse_a - shift)[..., None]  # (..., L, 1)
+    weight_b = torch.exp(lse_b - shift)[..., None]
+    return torch.cat([out_a * weight_a + out_b * weight_b, lse[..., None]], dim=-1)
+
+
+# ------------------------------------------------------------------------- the ring
+
+
+def _peer(group: dist.ProcessGroup | None, group_rank: int) -> int:
+    """The global rank of ``group_rank`` in ``group`` (point-to-point takes global ranks)."""
+    return group_rank if group is None else dist.get_global_rank(group, group_rank)
+
+
+def ring_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    is_causal: bool = False,
+    group: dist.ProcessGroup | None = None,
+    layout: Layout = "contiguous",
+) -> Tensor:
+    """Attention over a sequence sharded across the ranks of a process group.
+
+    Call it on every rank of ``group`` with that rank's shard (see
+    `attnlab.ring.shard`); it returns the rank's shard of the output, equal to
+    the matching rows of ``scaled_dot_product_attention`` on the whole sequence.
+    Forward only: no gradients flow through the communication.
+
+    Args:
+        query: This rank's queries.
+        key: This rank's keys.
+        value: This rank's values.
+        is_causal: Causal attention over the whole sequence (pairs of chunks entirely
+            in the future are skipped, not computed).
+        group: The process group; the default group if ``None``.
+        layout: How the sequence was sharded: ``"contiguous"`` or ``"zigzag"``.
+
+    Returns:
+        This rank's rows of the attention output.
+
+    Raises:
+        TypeError: Non-tensor or non-floating inputs, mismatched dtypes.
+        ValueError: Mismatched shapes, query and key shards of different lengths, a
+            shard that does not split into the layout's chunks, a bad layout.
+
+    Shape:
+        query, key: ``(N, ..., T / P, E)``; value: ``(N, ..., T / P, Ev)``;
+        output: ``(N, ..., T / P, Ev)``.
+    """
+    check_attention_args(query, key, value, None, 0.0, is_causal, None)
+    layout = _check_layout(layout)
+    if query.shape[-2] != key.shape[-2]:
+        raise ValueError(
+            f"query must have as many rows as key (one shard each); got query shape "
+            f"{format_shape(query.shape)} and key shape {format_shape(key.shape)}"
+        )
+    rank, world_size = dist.get_rank(group), dist.get_world_size(group)
+    per_rank = len(chunk_ids(rank, world_size, layout))
+    if query.shape[-2] % per_rank:
+        raise ValueError(
+            f"query must have a shard length (dim -2) divisible by {per_rank} for layout "
+            f"{layout!r}; got shape {format_shape(query.shape)}"
+        )
+    schedule = ring_schedule(world_size, is_causal, layout)
+    size = query.shape[-2] // per_rank
+    my_chunks = chunk_ids(rank, world_size, layout)
+    query_chunks = dict(zip(my_chunks, _chunks(query, size), strict=True))
+    merged: dict[int, Tensor] = {}  # query chunk -> (..., size, Ev + 1): [output, lse]
+    keys, values = key.contiguous(), value.contiguous()
+    for step in range(world_size):
+        pending = []
+        if step < world_size - 1:  # pass this shard on while computing with it
+            next_keys, next_values = torch.empty_like(keys), torch.empty_like(values)
+            send_to = _peer(group, (rank + 1) % world_size)
+            recv_from = _peer(group, (rank - 1) % world_size)
+            pending = dist.batch_isend_irecv(
+                [
+                    dist.P2POp(dist.isend, keys, send_to, group),
+                    dist.P2POp(dist.isend, values, send_to, group),
+                    dist.P2POp(dist.irecv, next_keys, recv_from, group),
+                    dist.P2POp(dist.irecv, next_values, recv_from, group),
+                ]
+            )
+        key_chunks = dict(
+            zip(
+                chunk_ids(schedule[step][rank]["source"], world_size, layout),
+                zip(_chunks(keys, size), _chunks(values, size), strict=True),
+                strict=False,
+            )
+        )
+        for i, j, kind in schedule[step][rank]["pairs"]:
+            if kind == "skip":
+                continue
+            k_chunk, v_chunk = key_chunks[j]
+            out, lse = flash_attention(
+                query_chunks[i], k_chunk, v_chunk, is_causal=kind == "diagonal", return_lse=True
+            )
+            if i in merged:
+                out = merge_partials(merged[i][..., :-1], merged[i][..., -1], out, lse)
+                merged[i] = out
+            else:
+                merged[i] = torch.cat([out, lse[..., None]], dim=-1)
+        for request in pending:
+            request.wait()
+        if pending:
+            keys, values = next_keys, next_values
+    # Every query chunk sees at least its own diagonal block, so merged has all chunks.
+    return torch.cat([merged[i][..., :-1] for i in my_chunks], dim=-2)
+
+
+# ------------------------------------------------------------------------ launching
+
+
+def peak_extra_bytes(run: Callable[[], Tensor]) -> int:
+    """How far ``run()`` raises this process's peak resident memory, minus its output.
+
+    ``run`` is called twice: once to warm up (thread pools, communication buffers),
+    then measured. The peak resident set (``VmHWM``) is reset through
+    ``/proc/self/clear_refs`` right before the measured call, as the benchmark does, so
+    the result is the memory the call needed beyond what the process already held.
+
+    Raises:
+        RuntimeError: ``/proc/self/clear_refs`` is unavailable (not Linux).
+    """
+    run()  # warm-up; its result is freed at once
+    _release_free_memory()
+    baseline_kib = _read_status_kib("VmRSS") or 0
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as file:
+            file.write("5")  # reset VmHWM to the current resident size
+    except OSError as error:
+        raise RuntimeError("peak_extra_bytes needs Linux's /proc/self/clear_refs") from error
+    output = run()
+    peak_kib = _read_status_kib("VmHWM") or 0
+    return max(0, (peak_kib - baseline_kib) * 1024 - output.numel() * output.element_size())
+
+
+def _free_store(timeout: datetime.timedelta) -> TCPStore:
+    """A rendezvous store on 127.0.0.1 at a port the OS picks (never a fixed port)."""
+    return TCPStore("127.0.0.1", 0, is_master=True, timeout=timeout, wait_for_workers=False)
+
+
+def _rank_main(
+    fn: Callable[..., Any],
+    rank: int,
+    world_size: int,
+    port: int,
+    timeout_s: float,
+    results: Any,
+    args: tuple[Any, ...],
+) -> None:
+    """Body of one local process: join the group, run ``fn``, report, leave."""
+    os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # gloo talks over loopback only
+    torch.set_num_threads(1)
+    timeout = datetime.timedelta(seconds=timeout_s)
+    try:
+        store = TCPStore("127.0.0.1", port, is_master=False, timeout=timeout)
+        dist.init_process_group(
+            "gloo", store=store, rank=rank, world_size=world_size, timeout=timeout
+        )
+        try:
+            payload = (rank, True, pickle.dumps(fn(rank, world_size, *args)))
+        finally:
+            dist.destroy_process_group()
+    except Exception:  # report any failure to the parent, which re-raises it
+        payload = (rank, False, traceback.format_exc().encode())
+    results.put(payload)
+
+
+def run_local(
+    fn: Callable[..., Any], world_size: int, *args: Any, timeout_s: float = 60.0
+) -> list[Any]:
+    """Run ``fn(rank, world_size, *args)`` in ``world_size`` local processes, one per rank.
+
+    The processes are forked (so ``fn`` may be defined anywhere, a docs block
+    included), join a gloo process group that rendezvouses and talks on 127.0.0.1 only
+    (at a port the OS picks), and are always joined or terminated before this returns.
+
+    Args:
+        fn: Called as ``fn(rank, world_size, *args)`` in each process; its return value
+            must pickle.
+        world_size: ``P``, the number of processes.
+        *args: Extra arguments for ``fn``.
+        timeout_s: Bound on the rendezvous, each collective and the wait for results.
+
+    Returns:
+        ``[fn's result on rank 0, ..., on rank P - 1]``.
+
+    Raises:
+        RuntimeError: A rank raised (its traceback is in the message) or timed out.
+    """
+    ctx = mp.get_context("fork")
+    timeout = datetime.timedelta(seconds=timeout_s)
+    store = _free_store(timeout)
+    results = ctx.Queue()
+    processes = [
+        ctx.Process(
+            target=_rank_main,
+            args=(fn, rank, world_size, store.port, timeout_s, results, args),
+            daemon=True,
+        )
+        for rank in range(world_size)
+    ]
+    outputs: dict[int, Any] = {}
+    try:
+        for process in processes:
+            process.start()
+        for _ in range(world_size):
+            try:
+                rank, ok, payload = results.get(timeout=timeout_s)
+            except queue.Empty:
+                raise RuntimeError(f"no result from a rank within {timeout_s} s") from None
+            if not ok:
+                raise RuntimeError(f"rank {rank} failed:\n{payload.decode()}")
+            outputs[rank] = pickle.loads(payload)
+    finally:
+        for process in processes:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.terminate()
+                process.join()
+        del store
+    return [outputs[rank] for rank in range(world_size)]
