@@ -27,7 +27,7 @@ SDPA: boolean ``True`` = may attend, float masks are added to the scaled scores.
 from __future__ import annotations
 
 import math
-from typing import Literal, overload
+from typing import Any, Literal, overload
 
 import torch
 import torch.nn.functional as F
@@ -101,7 +101,11 @@ def flash_attention(
     Without a mask, dropout or gradients, a faster path runs: it fixes each row's
     reference maximum from its first key and never rescales, then checks the result
     and recomputes a query block with the rescaling algorithm if anything overflowed.
-    With gradients enabled, autograd differentiates through the blocks.
+    With gradients enabled, the forward saves only the output and each row's
+    log-sum-exp, and the backward pass recomputes the weights block by block
+    (FlashAttention-2's backward), so training memory also grows like ``L + S``.
+    With dropout (or a float mask that needs gradients), autograd differentiates
+    through the blocks instead.
 
     Args:
         query: Query vectors.
@@ -153,6 +157,10 @@ def flash_attention(
         lse = q.new_full((n, L), float("-inf"))
     elif mask is None and dropout_p == 0.0 and not needs_grad:
         output, lse = _flash_fast(q, k, v, is_causal, scale, block_q, block_k)
+    elif dropout_p == 0.0 and not (mask is not None and mask.requires_grad):
+        output, lse = _FlashAttentionFunction.apply(  # type: ignore[no-untyped-call]
+            q, k, v, mask, is_causal, scale, block_q, block_k
+        )
     else:
         output, lse = _flash_rescaling(q, k, v, mask, dropout_p, is_causal, scale, block_q, block_k)
 
@@ -180,6 +188,125 @@ def _check_block_size(block_size: object) -> tuple[int, int]:
 def _causal_block_end(i1: int, S: int, is_causal: bool) -> int:
     """Keys a query block ending (exclusive) at row ``i1`` may see: ``[0, end)``."""
     return min(S, i1) if is_causal else S
+
+
+def _block_scores(
+    queries: Tensor,
+    k: Tensor,
+    mask: Tensor | None,
+    is_causal: bool,
+    i0: int,
+    i1: int,
+    j0: int,
+    j1: int,
+) -> Tensor:
+    """Scaled, masked scores of query rows ``i0:i1`` against key rows ``j0:j1``.
+
+    ``queries`` are the block's queries already multiplied by the scale; the one home
+    of the mask rule for the forward and the backward pass.
+
+    Shapes: ``queries (n, Bq, E)``, ``k (n, S, E)``, ``mask (N, ..., L, S)``; returns
+    ``(n, Bq, Bk)``.
+    """
+    n = queries.shape[0]
+    attn_scores = queries @ k[:, j0:j1].transpose(-2, -1)  # (n, Bq, Bk)
+    if is_causal and j1 - 1 > i0:  # the block reaches above the diagonal
+        future = torch.ones(i1 - i0, j1 - j0, dtype=torch.bool, device=queries.device)
+        attn_scores = attn_scores.masked_fill(future.triu(i0 - j0 + 1), float("-inf"))
+    elif mask is not None:
+        # (N, ..., Bq, Bk) -> (n, Bq, Bk): a copy of one block only
+        mask_block = mask[..., i0:i1, j0:j1].reshape(n, i1 - i0, j1 - j0)
+        if mask_block.dtype == torch.bool:
+            attn_scores = attn_scores.masked_fill(~mask_block, float("-inf"))
+        else:
+            attn_scores = attn_scores + mask_block
+    return attn_scores
+
+
+class _FlashAttentionFunction(torch.autograd.Function):
+    """Flash forward that saves only the output and the log-sum-exp; tiled backward.
+
+    The backward is FlashAttention-2's: with ``P = exp(S - lse)`` recomputed block by
+    block and ``D = rowsum(dO * O)``, ``dV += P^T dO``, ``dP = dO V^T``,
+    ``dS = P * (dP - D)``, ``dQ += scale * dS K`` and ``dK += scale * dS^T Q``.
+    """
+
+    @staticmethod
+    def forward(
+        ctx: Any,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        mask: Tensor | None,
+        is_causal: bool,
+        scale: float,
+        block_q: int,
+        block_k: int,
+    ) -> tuple[Tensor, Tensor]:
+        if mask is None:
+            output, lse = _flash_fast(q, k, v, is_causal, scale, block_q, block_k)
+        else:
+            output, lse = _flash_rescaling(q, k, v, mask, 0.0, is_causal, scale, block_q, block_k)
+        ctx.save_for_backward(q, k, v, mask, output, lse)
+        ctx.config = (is_causal, scale, block_q, block_k)
+        return output, lse
+
+    @staticmethod
+    def backward(
+        ctx: Any, grad_output: Tensor, grad_lse: Tensor | None
+    ) -> tuple[Tensor | None, ...]:
+        q, k, v, mask, output, lse = ctx.saved_tensors
+        is_causal, scale, block_q, block_k = ctx.config
+        grads = _flash_backward(
+            q, k, v, mask, output, lse, grad_output, grad_lse, is_causal, scale, block_q, block_k
+        )
+        return (*grads, None, None, None, None, None)
+
+
+def _flash_backward(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None,
+    output: Tensor,
+    lse: Tensor,
+    grad_output: Tensor,
+    grad_lse: Tensor | None,
+    is_causal: bool,
+    scale: float,
+    block_q: int,
+    block_k: int,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """dQ, dK, dV block by block, recomputing each block's weights from the lse.
+
+    Shapes: ``q (n, L, E)``, ``k (n, S, E)``, ``v (n, S, Ev)``, ``output`` and
+    ``grad_output (n, L, Ev)``, ``lse`` and ``grad_lse (n, L)``;
+    returns tensors shaped like q, k, v.
+    """
+    L, S = q.shape[-2], k.shape[-2]
+    grad_q, grad_k, grad_v = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    # D = rowsum(dO * O): the weighted mean of dP over each row, (n, L, 1). A gradient
+    # reaching the log-sum-exp adds dlse * P to dS (d lse / d S = P), so it enters as -D.
+    row_dot = (grad_output * output).sum(dim=-1, keepdim=True)
+    if grad_lse is not None:
+        row_dot = row_dot - grad_lse.unsqueeze(-1)
+    # Rows with nothing to attend to have lse = -inf; shifting by 0 makes their P = 0.
+    shift = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse).unsqueeze(-1)
+    for i0 in range(0, L, block_q):
+        i1 = min(i0 + block_q, L)
+        queries = q[:, i0:i1] * scale  # (n, Bq, E)
+        grad_out_block = grad_output[:, i0:i1]  # (n, Bq, Ev)
+        end = _causal_block_end(i1, S, is_causal)
+        for j0 in range(0, end, block_k):
+            j1 = min(j0 + block_k, end)
+            attn_scores = _block_scores(queries, k, mask, is_causal, i0, i1, j0, j1)
+            attn_weights = torch.exp(attn_scores - shift[:, i0:i1])  # P: (n, Bq, Bk)
+            grad_v[:, j0:j1] += attn_weights.transpose(-2, -1) @ grad_out_block
+            grad_weights = grad_out_block @ v[:, j0:j1].transpose(-2, -1)  # dP
+            grad_scores = attn_weights * (grad_weights - row_dot[:, i0:i1])  # dS
+            grad_q[:, i0:i1] += grad_scores @ k[:, j0:j1] * scale
+            grad_k[:, j0:j1] += grad_scores.transpose(-2, -1) @ queries
+    return grad_q, grad_k, grad_v
 
 
 def _flash_rescaling(
@@ -231,17 +358,7 @@ def _query_block_rescaling(
     acc = q.new_zeros(n, i1 - i0, Ev)  # the output, not yet divided by l
     for j0 in range(0, _causal_block_end(i1, S, is_causal), block_k):
         j1 = min(j0 + block_k, _causal_block_end(i1, S, is_causal))
-        attn_scores = queries @ k[:, j0:j1].transpose(-2, -1)  # (n, Bq, Bk)
-        if is_causal and j1 - 1 > i0:  # the block reaches above the diagonal
-            future = torch.ones(i1 - i0, j1 - j0, dtype=torch.bool, device=q.device)
-            attn_scores = attn_scores.masked_fill(future.triu(i0 - j0 + 1), float("-inf"))
-        elif mask is not None:
-            # (N, ..., Bq, Bk) -> (n, Bq, Bk): a copy of one block only
-            mask_block = mask[..., i0:i1, j0:j1].reshape(n, i1 - i0, j1 - j0)
-            if mask_block.dtype == torch.bool:
-                attn_scores = attn_scores.masked_fill(~mask_block, float("-inf"))
-            else:
-                attn_scores = attn_scores + mask_block
+        attn_scores = _block_scores(queries, k, mask, is_causal, i0, i1, j0, j1)
         new_max = torch.maximum(row_max, attn_scores.amax(dim=-1, keepdim=True))
         # A row masked everywhere so far has new_max = -inf; shift it by 0 instead,
         # so that exp(-inf - 0) = 0 rather than exp(-inf - (-inf)) = nan.

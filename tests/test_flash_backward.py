@@ -1,0 +1,88 @@
+"""flash_attention's own backward pass: gradients equal to PyTorch's SDPA."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnlab import flash_attention
+
+TOL = {torch.float32: 1e-5, torch.float64: 1e-9}
+
+
+def _inputs(
+    shape: tuple[int, ...], S: int, dtype: torch.dtype, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    *batch, L, E = shape
+    q, k, v = (
+        torch.randn(*size, generator=gen, dtype=dtype, requires_grad=True)
+        for size in ((*batch, L, E), (*batch, S, E), (*batch, S, E + 1))
+    )
+    return q, k, v
+
+
+def _grads(
+    output: torch.Tensor, inputs: tuple[torch.Tensor, ...], seed: int = 1
+) -> tuple[torch.Tensor, ...]:
+    grad_output = torch.randn(
+        output.shape, generator=torch.Generator().manual_seed(seed), dtype=output.dtype
+    )
+    return torch.autograd.grad(output, inputs, grad_output)
+
+
+def _masks(L: int, S: int) -> list[torch.Tensor | None]:
+    gen = torch.Generator().manual_seed(2)
+    bool_mask = torch.rand(L, S, generator=gen) > 0.4
+    bool_mask[:, 0] = True  # every row attends somewhere (fully masked rows: below)
+    return [None, bool_mask, torch.randn(L, S, generator=gen, dtype=torch.float64)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("block_size", [1, (4, 7), (7, 4), 1000])
+@pytest.mark.parametrize(("shape", "S"), [((2, 3, 13, 8), 13), ((3, 11, 4), 6)])
+def test_gradients_equal_sdpa(
+    dtype: torch.dtype, block_size: int | tuple[int, int], shape: tuple[int, ...], S: int
+) -> None:
+    inputs = _inputs(shape, S, dtype)
+    L = shape[-2]
+    cases = [(m, False) for m in _masks(L, S)] + [(None, True)]
+    for mask, causal in cases:
+        if mask is not None and mask.is_floating_point():
+            mask = mask.to(dtype)
+        got = flash_attention(*inputs, attn_mask=mask, is_causal=causal, block_size=block_size)
+        assert got.grad_fn is not None
+        assert "FlashAttentionFunction" in type(got.grad_fn.next_functions[0][0]).__name__
+        want = F.scaled_dot_product_attention(*inputs, attn_mask=mask, is_causal=causal)
+        for g, w in zip(_grads(got, inputs), _grads(want, inputs), strict=True):
+            torch.testing.assert_close(g, w, atol=TOL[dtype], rtol=TOL[dtype])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_gradcheck_output_and_lse(causal: bool) -> None:
+    inputs = _inputs((2, 5, 3), 5, torch.float64)
+
+    def both(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return flash_attention(q, k, v, is_causal=causal, block_size=2, return_lse=True)
+
+    assert torch.autograd.gradcheck(both, inputs)
+
+
+def test_fully_masked_rows_have_finite_zero_gradients() -> None:
+    q, k, v = _inputs((1, 6, 4), 5, torch.float64)
+    mask = torch.ones(6, 5, dtype=torch.bool)
+    mask[2] = False  # row 2 attends to nothing: output zeros, gradient zeros
+    output = flash_attention(q, k, v, attn_mask=mask, block_size=(4, 2))
+    grad_q, grad_k, grad_v = _grads(output, (q, k, v))
+    assert all(torch.isfinite(g).all() for g in (grad_q, grad_k, grad_v))
+    assert grad_q[:, 2].abs().max() == 0
+    keep = torch.arange(6) != 2  # the other rows: as SDPA on them alone
+    want = F.scaled_dot_product_attention(q[:, keep], k, v)
+    grad_output = torch.randn(
+        output.shape, generator=torch.Generator().manual_seed(1), dtype=output.dtype
+    )
+    want_grads = torch.autograd.grad(want, (q, k, v), grad_output[:, keep])
+    torch.testing.assert_close(grad_q[:, keep], want_grads[0][:, keep])
+    torch.testing.assert_close(grad_k, want_grads[1])
+    torch.testing.assert_close(grad_v, want_grads[2])
