@@ -27,17 +27,22 @@ import functools
 import hashlib
 import io
 import math
+import os
 import posixpath
 import re
+import shutil
 import sys
 import types
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import matplotlib as mpl
 import matplotlib.style
 import torch
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.typing import RcKeyType
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
@@ -49,7 +54,7 @@ from attnlab import examples, plot
 
 FigureBuilder = Callable[[], Figure]
 SCHEMES = {"light": "default", "dark": "dark_background"}
-SVG_RC = {"svg.fonttype": "path", "svg.hashsalt": "attnlab", "font.size": 10}
+SVG_RC: dict[RcKeyType, Any] = {"svg.fonttype": "path", "svg.hashsalt": "attnlab", "font.size": 10}
 
 # `![alt](<../>*figures/<name>.svg "optional caption")` alone on a line.
 FIGURE_REF = re.compile(
@@ -69,7 +74,7 @@ def _seeded(seed: int, build: Callable[[], Figure]) -> Figure:
         return build()
 
 
-def _side_by_side(width: float, height: float) -> tuple[Figure, list[object]]:
+def _side_by_side(width: float, height: float) -> tuple[Figure, list[Axes]]:
     fig = Figure(figsize=(width, height), layout="constrained")
     return fig, list(fig.subplots(1, 2))
 
@@ -331,14 +336,16 @@ def bench_time() -> Figure:
     """Forward time against T, log-log, from the benchmark's recorded results."""
     from attnlab.bench import load_results, plot_sweep
 
-    return plot_sweep(load_results(), "median_ms")
+    figure: Figure = plot_sweep(load_results(), "median_ms")
+    return figure
 
 
 def bench_memory() -> Figure:
     """Peak extra memory against T, log-log, from the benchmark's recorded results."""
     from attnlab.bench import load_results, plot_sweep
 
-    return plot_sweep(load_results(), "peak_mib")
+    figure: Figure = plot_sweep(load_results(), "peak_mib")
+    return figure
 
 
 FIGURES: dict[str, FigureBuilder] = {
@@ -382,7 +389,7 @@ def _source_key() -> str:
     """
     from attnlab.bench import DEFAULT_RESULTS_PATH
 
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(f"matplotlib {mpl.__version__}".encode())
     sources = sorted(Path(attnlab.__file__).parent.rglob("*.py"))
     for path in [*sources, Path(__file__), Path(DEFAULT_RESULTS_PATH)]:
         digest.update(path.read_bytes())
@@ -396,12 +403,37 @@ def _memo() -> dict[tuple[str, str, str], str]:
     return memo
 
 
+DISK_CACHE = Path(__file__).resolve().parent.parent / ".cache" / "figures"
+"""Rendered SVGs survive between builds here, one subdirectory per source key."""
+
+
 def rendered(name: str, scheme: str, key: str) -> str:
-    """The SVG of figure ``name`` for ``scheme`` (``"light"`` or ``"dark"``), memoised."""
+    """The SVG of figure ``name`` for ``scheme`` (``"light"`` or ``"dark"``), memoised.
+
+    Memoised in memory (``mkdocs serve``) and on disk, under ``.cache/figures/<key>/``:
+    a build whose sources did not change draws nothing.
+    """
     memo = _memo()
     if (name, scheme, key) not in memo:
-        memo[(name, scheme, key)] = render_svg(FIGURES[name], scheme)
+        cached = DISK_CACHE / key[:16] / f"{name}-{scheme}.svg"
+        if cached.is_file():
+            memo[(name, scheme, key)] = cached.read_text(encoding="utf-8")
+        else:
+            svg = render_svg(FIGURES[name], scheme)
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            partial = cached.with_suffix(f".{os.getpid()}.partial")
+            partial.write_text(svg, encoding="utf-8")
+            partial.replace(cached)  # atomic: concurrent builds never read half a file
+            memo[(name, scheme, key)] = svg
     return memo[(name, scheme, key)]
+
+
+def _evict_stale(key: str) -> None:
+    """Remove the disk cache of every other source key."""
+    if DISK_CACHE.is_dir():
+        for stale in DISK_CACHE.iterdir():
+            if stale.is_dir() and stale.name != key[:16]:
+                shutil.rmtree(stale, ignore_errors=True)
 
 
 # --- MkDocs events ---------------------------------------------------------------------
@@ -410,6 +442,7 @@ def rendered(name: str, scheme: str, key: str) -> str:
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     """Add ``figures/<name>-light.svg`` and ``-dark.svg`` for every registered figure."""
     key = _source_key()
+    _evict_stale(key)
     for name in FIGURES:
         for scheme in SCHEMES:
             content = rendered(name, scheme, key)
