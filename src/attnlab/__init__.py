@@ -10,20 +10,25 @@ masks are added to the scores.
 from . import examples, ring
 from .backends import BACKENDS, Backend, attend
 from .causal import CausalAttention
-from .flash import flash_attention
+from .flash import flash_attention, flash_visited_blocks
 from .functional import (
     attention_scores,
     attention_weights,
     attention_with_weights,
     causal_mask,
+    check_gqa_heads,
     context_vectors,
+    repeat_kv_heads,
     scaled_dot_product_attention,
     softmax,
     softmax_naive,
 )
-from .masks import mask_from_torch, mask_to_torch
+from .gqa import GroupedQueryAttention
+from .kv_cache import KVCache
+from .masks import mask_from_torch, mask_to_torch, sliding_window_mask
 from .multihead import CrossAttention, MultiHeadAttention, MultiHeadAttentionWrapper
 from .ring import ring_attention
+from .rotary import RotaryEmbedding, rotate_half
 from .self_attention import SelfAttentionV1, SelfAttentionV2
 
 __all__ = [
@@ -31,8 +36,11 @@ __all__ = [
     "Backend",
     "CausalAttention",
     "CrossAttention",
+    "GroupedQueryAttention",
+    "KVCache",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
+    "RotaryEmbedding",
     "SelfAttentionV1",
     "SelfAttentionV2",
     "attend",
@@ -40,14 +48,19 @@ __all__ = [
     "attention_weights",
     "attention_with_weights",
     "causal_mask",
+    "check_gqa_heads",
     "context_vectors",
     "examples",
     "flash_attention",
+    "flash_visited_blocks",
     "mask_from_torch",
     "mask_to_torch",
+    "repeat_kv_heads",
     "ring",
     "ring_attention",
+    "rotate_half",
     "scaled_dot_product_attention",
+    "sliding_window_mask",
     "softmax",
     "softmax_naive",
 ]

@@ -22,7 +22,7 @@ from torch import Tensor
 
 from ._validation import check_attention_args
 from .flash import flash_attention
-from .functional import scaled_dot_product_attention
+from .functional import check_gqa_heads, scaled_dot_product_attention
 
 __all__ = ["BACKENDS", "Backend", "attend", "check_backend"]
 
@@ -51,6 +51,7 @@ def attend(
     is_causal: bool = False,
     scale: float | None = None,
     backend: Backend = "torch",
+    enable_gqa: bool = False,
 ) -> Tensor:
     """Scaled dot-product attention computed by the chosen backend.
 
@@ -65,6 +66,8 @@ def attend(
         is_causal: Causal masking, aligned top-left; not together with ``attn_mask``.
         scale: Multiplier of the scores; defaults to ``1 / sqrt(E)``.
         backend: ``"explicit"``, ``"torch"`` or ``"flash"``.
+        enable_gqa: Grouped-query attention with PyTorch's semantics: query head ``h``
+            uses key/value head ``h // (Hq // Hkv)`` (heads at dim ``-3``).
 
     Returns:
         The attention output.
@@ -76,11 +79,26 @@ def attend(
     check_backend(backend)
     if backend == "explicit":
         return scaled_dot_product_attention(
-            query, key, value, attn_mask, dropout_p, is_causal, scale
+            query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa=enable_gqa
         )
     if backend == "flash":
-        return flash_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
-    check_attention_args(query, key, value, attn_mask, dropout_p, is_causal, scale)
+        return flash_attention(
+            query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa=enable_gqa
+        )
+    if enable_gqa:
+        check_gqa_heads(query, key, value)
+        # one key/value head stands in for all: the batch and mask checks, no copies
+        check_attention_args(
+            query,
+            key.narrow(-3, 0, 1),
+            value.narrow(-3, 0, 1),
+            attn_mask,
+            dropout_p,
+            is_causal,
+            scale,
+        )
+    else:
+        check_attention_args(query, key, value, attn_mask, dropout_p, is_causal, scale)
     return F.scaled_dot_product_attention(
         query,
         key,
@@ -89,4 +107,5 @@ def attend(
         dropout_p=dropout_p,
         is_causal=is_causal,
         scale=scale,
+        enable_gqa=enable_gqa,
     )

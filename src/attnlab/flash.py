@@ -17,7 +17,11 @@ one block of scores at a time:
    row's log-sum-exp.
 
 With ``is_causal=True``, key blocks that lie entirely after a query block's last row
-are never computed at all (they would only be masked away).
+are never computed at all (they would only be masked away). With ``window=W`` (a causal
+sliding window, see [`sliding_window_mask`][attnlab.sliding_window_mask]) the key
+blocks entirely before a query block's window are skipped too, so the work per query
+stays bounded however long the sequence. With ``enable_gqa=True`` each group of query
+heads is computed against its shared key/value head, which is never copied.
 
 Shape legend: ``query (N, ..., L, E)``, ``key (N, ..., S, E)``, ``value (N, ..., S, Ev)``,
 output ``(N, ..., L, Ev)``; the batch dims ``N, ...`` broadcast. Masks follow PyTorch's
@@ -34,8 +38,9 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ._validation import check_attention_args, check_positive_int
+from .functional import check_gqa_heads
 
-__all__ = ["flash_attention"]
+__all__ = ["flash_attention", "flash_visited_blocks"]
 
 DEFAULT_BLOCK_SIZE: tuple[int, int] = (256, 512)
 """Default ``(query block, key block)`` sizes, chosen by measuring on a 2-core CPU."""
@@ -52,6 +57,9 @@ def flash_attention(
     scale: float | None = ...,
     block_size: int | tuple[int, int] = ...,
     return_lse: Literal[False] = ...,
+    *,
+    window: int | None = ...,
+    enable_gqa: bool = ...,
 ) -> Tensor: ...
 
 
@@ -67,6 +75,8 @@ def flash_attention(
     block_size: int | tuple[int, int] = ...,
     *,
     return_lse: Literal[True],
+    window: int | None = ...,
+    enable_gqa: bool = ...,
 ) -> tuple[Tensor, Tensor]: ...
 
 
@@ -80,6 +90,9 @@ def flash_attention(
     scale: float | None = None,
     block_size: int | tuple[int, int] = DEFAULT_BLOCK_SIZE,
     return_lse: bool = False,
+    *,
+    window: int | None = None,
+    enable_gqa: bool = False,
 ) -> Tensor | tuple[Tensor, Tensor]:
     """Scaled dot-product attention computed block by block with an online softmax.
 
@@ -121,6 +134,12 @@ def flash_attention(
             larger than ``L`` or ``S`` included.
         return_lse: Also return the log-sum-exp of each query row's scaled, masked
             scores (the softmax's log-normaliser).
+        window: Causal sliding window: query ``i`` sees keys ``p - window < j <= p``
+            with ``p = i + S - L`` (aligned to the end, like a KV cache), exactly
+            [`sliding_window_mask`][attnlab.sliding_window_mask]; key blocks
+            outside every row's window are skipped. Not with ``attn_mask``/``is_causal``.
+        enable_gqa: Grouped-query attention, as PyTorch's: key and value have ``Hkv``
+            heads at dim ``-3`` and query head ``h`` uses head ``h // (Hq // Hkv)``.
 
     Returns:
         The attention output, or ``(output, lse)`` if ``return_lse``.
@@ -130,41 +149,67 @@ def flash_attention(
             a block size that is not an int.
         ValueError: Wrong rank, mismatched ``E`` or ``S``, a mask that does not broadcast,
             both ``attn_mask`` and ``is_causal``, ``dropout_p`` outside ``[0, 1)``, a
-            block size that is not positive.
+            block size or window that is not positive, a window with a mask or
+            ``is_causal``, head counts that do not group (``enable_gqa``).
 
     Shape:
         query: ``(N, ..., L, E)``; key: ``(N, ..., S, E)``; value: ``(N, ..., S, Ev)``;
         output: ``(N, ..., L, Ev)``; lse: ``(N, ..., L)``.
     """
-    batch = check_attention_args(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    group = check_gqa_heads(query, key, value) if enable_gqa else 1
+    # with enable_gqa, one key/value head stands in for all in the checks: no copies
+    key_c, value_c = (key.narrow(-3, 0, 1), value.narrow(-3, 0, 1)) if enable_gqa else (key, value)
+    batch = check_attention_args(query, key_c, value_c, attn_mask, dropout_p, is_causal, scale)
     block_q, block_k = _check_block_size(block_size)
+    if window is not None:
+        check_positive_int("window", window)
+        if attn_mask is not None or is_causal:
+            raise ValueError(
+                "window is a causal sliding-window mask of its own; do not pass attn_mask "
+                "or is_causal=True with it"
+            )
 
     L, E = query.shape[-2:]
     S, Ev = value.shape[-2:]
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
-    n = math.prod(batch)
-    # (N, ..., L, E) -> (n, L, E), and the same for key and value: one flat batch dim
-    q = query.expand(*batch, L, E).reshape(n, L, E)
-    k = key.expand(*batch, S, E).reshape(n, S, E)
-    v = value.expand(*batch, S, Ev).reshape(n, S, Ev)
-    mask = None if attn_mask is None else attn_mask.expand(*batch, L, S)  # a view, no copy
+    kv_batch = (*batch[:-1], batch[-1] // group) if enable_gqa else batch
+    n = math.prod(kv_batch)
+    # (N, ..., H, L, E) -> (n, group, L, E): query head h = kv head * group + g;
+    # key and value (N, ..., Hkv, S, E) -> (n, S, E): one flat batch dim
+    q = query.expand(*batch, L, E).reshape(n, group, L, E)
+    k = key.expand(*kv_batch, S, E).reshape(n, S, E)
+    v = value.expand(*kv_batch, S, Ev).reshape(n, S, Ev)
+    mask = None
+    if attn_mask is not None:  # a view, no copy: (N, ..., Hkv, group, L, S)
+        mask = attn_mask.expand(*batch, L, S)
+        if enable_gqa:
+            mask = mask.view(*batch[:-1], batch[-1] // group, group, L, S)
 
     needs_grad = torch.is_grad_enabled() and (
         query.requires_grad or key.requires_grad or value.requires_grad
     )
-    if n == 0 or L == 0 or S == 0:
-        output = q.new_zeros(n, L, Ev)
-        lse = q.new_full((n, L), float("-inf"))
-    elif mask is None and dropout_p == 0.0 and not needs_grad:
-        output, lse = _flash_fast(q, k, v, is_causal, scale, block_q, block_k)
-    elif dropout_p == 0.0 and not (mask is not None and mask.requires_grad):
-        output, lse = _FlashAttentionFunction.apply(  # type: ignore[no-untyped-call]
-            q, k, v, mask, is_causal, scale, block_q, block_k
-        )
-    else:
-        output, lse = _flash_rescaling(q, k, v, mask, dropout_p, is_causal, scale, block_q, block_k)
-
-    output = output.reshape(*batch, L, Ev)  # (n, L, Ev) -> (N, ..., L, Ev)
+    outputs: list[Tensor] = []
+    lses: list[Tensor] = []
+    for g in range(group):  # each query head of a group against the shared kv head
+        mask_g = None if mask is None else (mask[..., g, :, :] if enable_gqa else mask)
+        q_g = q[:, g]  # (n, L, E)
+        if n == 0 or L == 0 or S == 0:
+            output, lse = q.new_zeros(n, L, Ev), q.new_full((n, L), float("-inf"))
+        elif mask_g is None and dropout_p == 0.0 and not needs_grad and window is None:
+            output, lse = _flash_fast(q_g, k, v, is_causal, scale, block_q, block_k)
+        elif dropout_p == 0.0 and not (mask_g is not None and mask_g.requires_grad):
+            output, lse = _FlashAttentionFunction.apply(  # type: ignore[no-untyped-call]
+                q_g, k, v, mask_g, is_causal, window, scale, block_q, block_k
+            )
+        else:
+            output, lse = _flash_rescaling(
+                q_g, k, v, mask_g, dropout_p, is_causal, window, scale, block_q, block_k
+            )
+        outputs.append(output)
+        lses.append(lse)
+    # group x (n, L, Ev) -> (n, group, L, Ev) -> (N, ..., L, Ev)
+    output = torch.stack(outputs, dim=1).reshape(*batch, L, Ev)
+    lse = torch.stack(lses, dim=1)
     if return_lse:
         return output, lse.reshape(*batch, L)  # (n, L) -> (N, ..., L)
     return output
@@ -185,9 +230,50 @@ def _check_block_size(block_size: object) -> tuple[int, int]:
     return size, size
 
 
-def _causal_block_end(i1: int, S: int, is_causal: bool) -> int:
-    """Keys a query block ending (exclusive) at row ``i1`` may see: ``[0, end)``."""
-    return min(S, i1) if is_causal else S
+def _key_range(
+    i0: int, i1: int, L: int, S: int, is_causal: bool, window: int | None, block_k: int
+) -> tuple[int, int]:
+    """Keys ``[start, end)`` that query rows ``i0:i1`` may see; ``start`` on a block edge.
+
+    Causal (top-left): keys before ``i1``. A window (end-aligned, row ``i`` at position
+    ``i + S - L``): keys after ``i0 + S - L - window`` up to ``i1 - 1 + S - L``.
+    """
+    if window is not None:
+        offset = S - L
+        start = max(0, i0 + offset - window + 1) // block_k * block_k
+        end = min(S, i1 + offset)
+        return start, max(start, end)
+    return 0, (min(S, i1) if is_causal else S)
+
+
+def flash_visited_blocks(
+    L: int,
+    S: int,
+    block_size: int | tuple[int, int] = DEFAULT_BLOCK_SIZE,
+    is_causal: bool = False,
+    window: int | None = None,
+) -> list[tuple[int, int]]:
+    """The ``(query block start, key block start)`` pairs flash attention computes.
+
+    The same bounds the loops of [`flash_attention`][attnlab.flash_attention] use:
+    every other block is skipped, never computed.
+
+    Args:
+        L: Number of queries.
+        S: Number of keys.
+        block_size: Rows per block, as for ``flash_attention``.
+        is_causal: Causal masking (top-left).
+        window: A causal sliding window (end-aligned).
+
+    Returns:
+        The visited block pairs, in loop order.
+    """
+    block_q, block_k = _check_block_size(block_size)
+    visited: list[tuple[int, int]] = []
+    for i0 in range(0, L, block_q):
+        start, end = _key_range(i0, min(i0 + block_q, L), L, S, is_causal, window, block_k)
+        visited.extend((i0, j0) for j0 in range(start, end, block_k))
+    return visited
 
 
 def _block_scores(
@@ -199,18 +285,26 @@ def _block_scores(
     i1: int,
     j0: int,
     j1: int,
+    window: int | None = None,
+    offset: int = 0,
 ) -> Tensor:
     """Scaled, masked scores of query rows ``i0:i1`` against key rows ``j0:j1``.
 
     ``queries`` are the block's queries already multiplied by the scale; the one home
-    of the mask rule for the forward and the backward pass.
+    of the mask rule for the forward and the backward pass. With a ``window``, row
+    ``i`` stands at position ``i + offset`` (``offset = S - L``, end-aligned).
 
     Shapes: ``queries (n, Bq, E)``, ``k (n, S, E)``, ``mask (N, ..., L, S)``; returns
     ``(n, Bq, Bk)``.
     """
     n = queries.shape[0]
     attn_scores = queries @ k[:, j0:j1].transpose(-2, -1)  # (n, Bq, Bk)
-    if is_causal and j1 - 1 > i0:  # the block reaches above the diagonal
+    if window is not None:  # the window's slice of rows i0:i1, keys j0:j1
+        positions = torch.arange(i0, i1, device=queries.device).unsqueeze(-1) + offset
+        keys = torch.arange(j0, j1, device=queries.device)
+        inside = (keys <= positions) & (keys > positions - window)  # (Bq, Bk)
+        attn_scores = attn_scores.masked_fill(~inside, float("-inf"))
+    elif is_causal and j1 - 1 > i0:  # the block reaches above the diagonal
         future = torch.ones(i1 - i0, j1 - j0, dtype=torch.bool, device=queries.device)
         attn_scores = attn_scores.masked_fill(future.triu(i0 - j0 + 1), float("-inf"))
     elif mask is not None:
@@ -239,16 +333,19 @@ class _FlashAttentionFunction(torch.autograd.Function):
         v: Tensor,
         mask: Tensor | None,
         is_causal: bool,
+        window: int | None,
         scale: float,
         block_q: int,
         block_k: int,
     ) -> tuple[Tensor, Tensor]:
-        if mask is None:
+        if mask is None and window is None:
             output, lse = _flash_fast(q, k, v, is_causal, scale, block_q, block_k)
         else:
-            output, lse = _flash_rescaling(q, k, v, mask, 0.0, is_causal, scale, block_q, block_k)
+            output, lse = _flash_rescaling(
+                q, k, v, mask, 0.0, is_causal, window, scale, block_q, block_k
+            )
         ctx.save_for_backward(q, k, v, mask, output, lse)
-        ctx.config = (is_causal, scale, block_q, block_k)
+        ctx.config = (is_causal, window, scale, block_q, block_k)
         return output, lse
 
     @staticmethod
@@ -256,11 +353,23 @@ class _FlashAttentionFunction(torch.autograd.Function):
         ctx: Any, grad_output: Tensor, grad_lse: Tensor | None
     ) -> tuple[Tensor | None, ...]:
         q, k, v, mask, output, lse = ctx.saved_tensors
-        is_causal, scale, block_q, block_k = ctx.config
+        is_causal, window, scale, block_q, block_k = ctx.config
         grads = _flash_backward(
-            q, k, v, mask, output, lse, grad_output, grad_lse, is_causal, scale, block_q, block_k
+            q,
+            k,
+            v,
+            mask,
+            output,
+            lse,
+            grad_output,
+            grad_lse,
+            is_causal,
+            window,
+            scale,
+            block_q,
+            block_k,
         )
-        return (*grads, None, None, None, None, None)
+        return (*grads, None, None, None, None, None, None)
 
 
 def _flash_backward(
@@ -273,6 +382,7 @@ def _flash_backward(
     grad_output: Tensor,
     grad_lse: Tensor | None,
     is_causal: bool,
+    window: int | None,
     scale: float,
     block_q: int,
     block_k: int,
@@ -296,10 +406,10 @@ def _flash_backward(
         i1 = min(i0 + block_q, L)
         queries = q[:, i0:i1] * scale  # (n, Bq, E)
         grad_out_block = grad_output[:, i0:i1]  # (n, Bq, Ev)
-        end = _causal_block_end(i1, S, is_causal)
-        for j0 in range(0, end, block_k):
+        start, end = _key_range(i0, i1, L, S, is_causal, window, block_k)
+        for j0 in range(start, end, block_k):
             j1 = min(j0 + block_k, end)
-            attn_scores = _block_scores(queries, k, mask, is_causal, i0, i1, j0, j1)
+            attn_scores = _block_scores(queries, k, mask, is_causal, i0, i1, j0, j1, window, S - L)
             attn_weights = torch.exp(attn_scores - shift[:, i0:i1])  # P: (n, Bq, Bk)
             grad_v[:, j0:j1] += attn_weights.transpose(-2, -1) @ grad_out_block
             grad_weights = grad_out_block @ v[:, j0:j1].transpose(-2, -1)  # dP
@@ -316,6 +426,7 @@ def _flash_rescaling(
     mask: Tensor | None,
     dropout_p: float,
     is_causal: bool,
+    window: int | None,
     scale: float,
     block_q: int,
     block_k: int,
@@ -326,7 +437,17 @@ def _flash_rescaling(
     lses: list[Tensor] = []
     for i0 in range(0, L, block_q):
         output, lse = _query_block_rescaling(
-            q, k, v, mask, dropout_p, is_causal, scale, i0, min(i0 + block_q, L), block_k
+            q,
+            k,
+            v,
+            mask,
+            dropout_p,
+            is_causal,
+            window,
+            scale,
+            i0,
+            min(i0 + block_q, L),
+            block_k,
         )
         outputs.append(output)
         lses.append(lse)
@@ -340,6 +461,7 @@ def _query_block_rescaling(
     mask: Tensor | None,
     dropout_p: float,
     is_causal: bool,
+    window: int | None,
     scale: float,
     i0: int,
     i1: int,
@@ -351,14 +473,16 @@ def _query_block_rescaling(
     returns the output ``(n, i1 - i0, Ev)`` and the log-sum-exp ``(n, i1 - i0)``.
     """
     n, S, Ev = v.shape
+    L = q.shape[-2]
     queries = q[:, i0:i1] * scale  # (n, Bq, E)
     neg_inf = torch.tensor(float("-inf"), dtype=q.dtype, device=q.device)
     row_max = neg_inf.expand(n, i1 - i0, 1)  # m: the largest score seen so far
     row_sum = q.new_zeros(n, i1 - i0, 1)  # l: the sum of exp(score - m) so far
     acc = q.new_zeros(n, i1 - i0, Ev)  # the output, not yet divided by l
-    for j0 in range(0, _causal_block_end(i1, S, is_causal), block_k):
-        j1 = min(j0 + block_k, _causal_block_end(i1, S, is_causal))
-        attn_scores = _block_scores(queries, k, mask, is_causal, i0, i1, j0, j1)
+    start, end = _key_range(i0, i1, L, S, is_causal, window, block_k)
+    for j0 in range(start, end, block_k):
+        j1 = min(j0 + block_k, end)
+        attn_scores = _block_scores(queries, k, mask, is_causal, i0, i1, j0, j1, window, S - L)
         new_max = torch.maximum(row_max, attn_scores.amax(dim=-1, keepdim=True))
         # A row masked everywhere so far has new_max = -inf; shift it by 0 instead,
         # so that exp(-inf - 0) = 0 rather than exp(-inf - (-inf)) = nan.
@@ -420,7 +544,7 @@ def _flash_fast(
         torch.bmm(queries[..., :E], k[:, :1].transpose(-2, -1), out=queries[..., E:])
         queries[..., E:].neg_()
         acc = acc_buf[: n * rows * (Ev + 1)].view(n, rows, Ev + 1)  # [sum p v, sum p]
-        end = _causal_block_end(i1, S, is_causal)
+        _, end = _key_range(i0, i1, L, S, is_causal, None, block_k)
         for j0 in range(0, end, block_k):
             j1 = min(j0 + block_k, end)
             shifted = scores_buf[: n * rows * (j1 - j0)].view(n, rows, j1 - j0)
@@ -442,6 +566,6 @@ def _flash_fast(
             lse[:, i0:i1] = (torch.log(row_sum) - queries[..., E:]).squeeze(-1)
         else:  # exp overflowed somewhere in this block of rows: redo it with rescaling
             output[:, i0:i1], lse[:, i0:i1] = _query_block_rescaling(
-                q, k, v, None, 0.0, is_causal, scale, i0, i1, block_k
+                q, k, v, None, 0.0, is_causal, None, scale, i0, i1, block_k
             )
     return output, lse

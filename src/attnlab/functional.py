@@ -37,7 +37,9 @@ __all__ = [
     "attention_weights",
     "attention_with_weights",
     "causal_mask",
+    "check_gqa_heads",
     "context_vectors",
+    "repeat_kv_heads",
     "scaled_dot_product_attention",
     "softmax",
     "softmax_naive",
@@ -242,6 +244,61 @@ def attention_with_weights(
     return weights @ value, weights
 
 
+def check_gqa_heads(query: object, key: object, value: object) -> int:
+    """Check grouped-query heads (``enable_gqa``); return the group size ``Hq // Hkv``.
+
+    As in PyTorch's SDPA with ``enable_gqa=True``: the heads sit at dim ``-3``; key and
+    value have the same number ``Hkv`` of heads, which divides the query's ``Hq``.
+
+    Args:
+        query: Query vectors ``(N, ..., Hq, L, E)``.
+        key: Key vectors ``(N, ..., Hkv, S, E)``.
+        value: Value vectors ``(N, ..., Hkv, S, Ev)``.
+
+    Returns:
+        How many query heads share each key/value head.
+
+    Raises:
+        ValueError: A rank below 3, or head counts that do not group.
+    """
+    q = check_floating("query", query)
+    k = check_floating("key", key)
+    v = check_floating("value", value)
+    check_min_rank("query", q, 3, "(N, ..., Hq, L, E)")
+    check_min_rank("key", k, 3, "(N, ..., Hkv, S, E)")
+    check_min_rank("value", v, 3, "(N, ..., Hkv, S, Ev)")
+    Hq, Hkv = q.shape[-3], k.shape[-3]
+    if v.shape[-3] != Hkv:
+        raise ValueError(
+            f"value must have shape (N, ..., Hkv, S, Ev) with Hkv = {Hkv} heads like key; "
+            f"got shape {format_shape(v.shape)}"
+        )
+    if Hkv == 0 or Hq % Hkv != 0:
+        raise ValueError(
+            f"key must have shape (N, ..., Hkv, S, E) with Hkv dividing the query's "
+            f"Hq = {Hq} heads (enable_gqa=True); got shape {format_shape(k.shape)}"
+        )
+    return Hq // Hkv
+
+
+def repeat_kv_heads(tensor: Tensor, group: int) -> Tensor:
+    """Repeat each key/value head ``group`` times, next to itself (``repeat_interleave``).
+
+    Query head ``h`` then meets key/value head ``h // group``: PyTorch's ``enable_gqa``.
+
+    Args:
+        tensor: Keys or values with ``Hkv`` heads at dim ``-3``.
+        group: Query heads per key/value head.
+
+    Returns:
+        A copy with ``Hkv * group`` heads.
+
+    Shape:
+        tensor: ``(N, ..., Hkv, S, E)``; output: ``(N, ..., Hkv * group, S, E)``.
+    """
+    return tensor.repeat_interleave(group, dim=-3)
+
+
 def scaled_dot_product_attention(
     query: Tensor,
     key: Tensor,
@@ -250,6 +307,7 @@ def scaled_dot_product_attention(
     dropout_p: float = 0.0,
     is_causal: bool = False,
     scale: float | None = None,
+    enable_gqa: bool = False,
 ) -> Tensor:
     """Scaled dot-product attention, written out; same semantics as PyTorch's.
 
@@ -269,6 +327,9 @@ def scaled_dot_product_attention(
         dropout_p: Dropout probability on the attention weights, in ``[0, 1)``.
         is_causal: Causal masking, aligned top-left; not together with ``attn_mask``.
         scale: Multiplier of the scores; defaults to ``1 / sqrt(E)``.
+        enable_gqa: Grouped-query attention, as PyTorch's: key and value have ``Hkv``
+            heads at dim ``-3``, the query ``Hq``, a multiple; query head ``h`` uses
+            key/value head ``h // (Hq // Hkv)``. This explicit path repeats them.
 
     Returns:
         The attention output.
@@ -276,12 +337,17 @@ def scaled_dot_product_attention(
     Raises:
         TypeError: A non-tensor, a non-floating or mismatched dtype, a bad mask dtype.
         ValueError: Wrong rank, mismatched ``E`` or ``S``, a mask that does not broadcast,
-            both ``attn_mask`` and ``is_causal``, ``dropout_p`` outside ``[0, 1)``.
+            both ``attn_mask`` and ``is_causal``, ``dropout_p`` outside ``[0, 1)``, head
+            counts that do not group (``enable_gqa``).
 
     Shape:
         query: ``(N, ..., L, E)``; key: ``(N, ..., S, E)``; value: ``(N, ..., S, Ev)``;
-        output: ``(N, ..., L, Ev)``.
+        output: ``(N, ..., L, Ev)``. With ``enable_gqa``: query ``(N, ..., Hq, L, E)``,
+        key ``(N, ..., Hkv, S, E)``, value ``(N, ..., Hkv, S, Ev)``.
     """
+    if enable_gqa:
+        group = check_gqa_heads(query, key, value)
+        key, value = repeat_kv_heads(key, group), repeat_kv_heads(value, group)
     output, _ = attention_with_weights(query, key, value, attn_mask, dropout_p, is_causal, scale)
     return output
 

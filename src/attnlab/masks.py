@@ -17,9 +17,15 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ._validation import check_tensor
+from ._validation import check_positive_int, check_tensor
 
-__all__ = ["combine_masks", "mask_from_torch", "mask_to_torch", "padding_to_attn_mask"]
+__all__ = [
+    "combine_masks",
+    "mask_from_torch",
+    "mask_to_torch",
+    "padding_to_attn_mask",
+    "sliding_window_mask",
+]
 
 
 def mask_from_torch(mask: Tensor) -> Tensor:
@@ -122,3 +128,35 @@ def combine_masks(*masks: Tensor | None, dtype: torch.dtype = torch.float32) -> 
             additive = mask.to(dtype)
         total = additive if total is None else total + additive
     return total
+
+
+def sliding_window_mask(
+    L: int, S: int, window: int, device: torch.device | str | None = None
+) -> Tensor:
+    """Boolean causal sliding-window mask: each query sees its last ``window`` keys.
+
+    With ``L == S``, query ``i`` may attend to key ``j`` iff ``i - window < j <= i``: itself
+    and the ``window - 1`` keys before it. When ``L != S`` the queries are the **last**
+    ``L`` of the ``S`` positions (aligned to the end, as when new tokens meet a KV cache
+    holding ``S - L`` earlier ones): query ``i`` stands at position ``p = i + S - L`` and
+    sees keys ``p - window < j <= p``. ``window >= S`` gives the plain end-aligned causal
+    mask.
+
+    Args:
+        L: Number of queries.
+        S: Number of keys.
+        window: How many keys (the query's own included) each query may see.
+        device: Where to create the mask.
+
+    Returns:
+        ``True`` where a query may attend.
+
+    Shape:
+        output: ``(L, S)``.
+    """
+    check_positive_int("L", L)
+    check_positive_int("S", S)
+    check_positive_int("window", window)
+    positions = torch.arange(L, device=device).unsqueeze(-1) + (S - L)  # (L, 1)
+    keys = torch.arange(S, device=device)  # (S,)
+    return (keys <= positions) & (keys > positions - window)  # (L, S)

@@ -1,0 +1,183 @@
+"""Grouped-query attention: the causal self-attention layer of Llama-style models.
+
+``num_heads`` query heads share ``num_kv_heads`` key/value heads in groups of
+``num_heads // num_kv_heads`` (``num_kv_heads = num_heads``: ordinary multi-head
+attention; ``num_kv_heads = 1``: multi-query attention). Queries and keys are rotated
+by their positions ([`RotaryEmbedding`][attnlab.RotaryEmbedding]), and a
+[`KVCache`][attnlab.KVCache] lets a decoder feed the sequence in chunks.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ._validation import check_features, check_positive_int
+from .backends import Backend, attend, check_backend
+from .kv_cache import KVCache
+from .masks import sliding_window_mask
+from .rotary import RotaryEmbedding
+
+__all__ = ["GroupedQueryAttention"]
+
+
+class GroupedQueryAttention(nn.Module):
+    """Causal self-attention with grouped key/value heads and rotary positions.
+
+    ``module(x)`` treats ``x`` as positions ``0 .. T-1``. ``module(x, cache=cache)``
+    treats it as the positions after the ``len(cache)`` already cached: it appends the
+    chunk's keys and values to the cache and lets each new query see the cached
+    positions and the chunk's positions up to its own (the causal mask aligned to the
+    end). Feeding a sequence chunk by chunk gives the full forward's output.
+
+    Args:
+        d_model: Width of each token (``hidden_size``).
+        num_heads: Query heads ``H``.
+        num_kv_heads: Key/value heads ``Hkv``, dividing ``H``; defaults to ``H``.
+        head_dim: Width ``D`` of a head; defaults to ``d_model // num_heads``.
+        rope_theta: Base of the rotary frequencies.
+        bias: Give the q/k/v projections a bias (``attention_bias`` in Llama's config;
+            ``o_proj`` follows it too).
+        window: Optional sliding window: each query sees only its last ``window``
+            positions (see [`sliding_window_mask`][attnlab.sliding_window_mask]).
+        backend: How to compute attention: any name in ``attnlab.BACKENDS``.
+
+    Shape:
+        x: ``(T, d_model)`` or ``(B, T, d_model)``; output: the same.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        num_kv_heads: int | None = None,
+        head_dim: int | None = None,
+        rope_theta: float = 10000.0,
+        bias: bool = False,
+        window: int | None = None,
+        backend: Backend = "torch",
+    ) -> None:
+        super().__init__()
+        self.d_model = check_positive_int("d_model", d_model)
+        self.num_heads = check_positive_int("num_heads", num_heads)
+        kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        self.num_kv_heads = check_positive_int("num_kv_heads", kv_heads)
+        if num_heads % self.num_kv_heads:
+            raise ValueError(
+                f"num_kv_heads must divide num_heads = {num_heads}; got {self.num_kv_heads}"
+            )
+        if head_dim is None and d_model % num_heads:
+            raise ValueError(
+                f"num_heads must divide d_model = {d_model} unless head_dim is given; "
+                f"got {num_heads}"
+            )
+        dim = d_model // num_heads if head_dim is None else head_dim
+        self.head_dim = check_positive_int("head_dim", dim)
+        self.window = None if window is None else check_positive_int("window", window)
+        self.backend = check_backend(backend)
+        H, Hkv, D = self.num_heads, self.num_kv_heads, self.head_dim
+        self.q_proj = nn.Linear(d_model, H * D, bias=bias)
+        self.k_proj = nn.Linear(d_model, Hkv * D, bias=bias)
+        self.v_proj = nn.Linear(d_model, Hkv * D, bias=bias)
+        self.o_proj = nn.Linear(H * D, d_model, bias=bias)
+        self.rotary = RotaryEmbedding(D, rope_theta)
+
+    def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
+        """Attend causally over ``x`` (after the cached positions, if a cache is given).
+
+        Args:
+            x: The new tokens.
+            cache: Optional cache of this layer's earlier keys and values; the chunk's
+                are appended to it.
+
+        Returns:
+            The output for the new tokens.
+
+        Shape:
+            x: ``(T, d_model)`` or ``(B, T, d_model)``; output: the same.
+        """
+        x = check_features("x", x, self.d_model, width_name="d_model")
+        if cache is not None and not isinstance(cache, KVCache):
+            raise TypeError(f"cache must be a KVCache or None; got {type(cache).__name__}")
+        batch, T = tuple(x.shape[:-2]), x.shape[-2]
+        H, Hkv, D = self.num_heads, self.num_kv_heads, self.head_dim
+        past = 0 if cache is None else len(cache)
+        positions = torch.arange(past, past + T, device=x.device)  # (T,)
+        # (B, T, d_model) -> (B, T, H * D) -> (B, T, H, D) -> (B, H, T, D), then rotated
+        queries = self.rotary(self.q_proj(x).view(*batch, T, H, D).transpose(-3, -2), positions)
+        # (B, T, d_model) -> (B, Hkv, T, D); keys rotated, values not
+        keys = self.rotary(self.k_proj(x).view(*batch, T, Hkv, D).transpose(-3, -2), positions)
+        values = self.v_proj(x).view(*batch, T, Hkv, D).transpose(-3, -2)
+        if cache is not None:
+            keys, values = cache.append(keys, values)  # (B, Hkv, past + T, D)
+        context_vecs = self._attend(queries, keys, values)  # (B, H, T, D)
+        # (B, H, T, D) -> (B, T, H, D) -> (B, T, H * D)
+        context_vecs = context_vecs.transpose(-3, -2).reshape(*batch, T, H * D)
+        output: Tensor = self.o_proj(context_vecs)  # (B, T, d_model)
+        return output
+
+    def _attend(self, queries: Tensor, keys: Tensor, values: Tensor) -> Tensor:
+        """Causal (end-aligned) attention, each query-head group sharing one kv head."""
+        T, S = queries.shape[-2], keys.shape[-2]
+        if self.window is None and T == S:
+            return attend(
+                queries, keys, values, is_causal=True, backend=self.backend, enable_gqa=True
+            )
+        window = S if self.window is None else self.window
+        allowed = sliding_window_mask(T, S, window, device=queries.device)  # (T, S)
+        return attend(queries, keys, values, allowed, backend=self.backend, enable_gqa=True)
+
+    @staticmethod
+    def from_hf(attn: nn.Module, *, backend: Backend = "torch") -> GroupedQueryAttention:
+        """Build a module equal to a Hugging Face transformers ``LlamaAttention``.
+
+        Reads ``hidden_size``, ``num_attention_heads``, ``num_key_value_heads``,
+        ``head_dim``, ``attention_bias`` and the rotary base (``rope_theta``, in
+        ``rope_parameters`` in transformers 5) from ``attn.config`` and copies the
+        ``q_proj``/``k_proj``/``v_proj``/``o_proj`` weights. Only Llama's default
+        rotary embedding (no scaling) is supported.
+
+        Args:
+            attn: The ``LlamaAttention`` (or a module of the same layout).
+            backend: The backend of the new module.
+
+        Returns:
+            A new ``GroupedQueryAttention`` on the source's device and dtype.
+        """
+        config = getattr(attn, "config", None)
+        if config is None or not all(
+            isinstance(getattr(attn, name, None), nn.Linear)
+            for name in ("q_proj", "k_proj", "v_proj", "o_proj")
+        ):
+            raise TypeError(
+                f"attn must be a transformers LlamaAttention (config and q/k/v/o_proj); "
+                f"got {type(attn).__name__}"
+            )
+        rope = getattr(config, "rope_parameters", None) or {}
+        rope_type = rope.get("rope_type", "default")
+        if rope_type != "default":
+            raise ValueError(f"attn's config uses rope_type {rope_type!r}; only 'default' works")
+        theta = rope.get("rope_theta", getattr(config, "rope_theta", 10000.0))
+        module = GroupedQueryAttention(
+            config.hidden_size,
+            config.num_attention_heads,
+            config.num_key_value_heads,
+            head_dim=getattr(config, "head_dim", None),
+            rope_theta=theta,
+            bias=bool(getattr(config, "attention_bias", False)),
+            backend=backend,
+        )
+        weight = next(attn.parameters())
+        module.to(device=weight.device, dtype=weight.dtype)
+        with torch.no_grad():
+            for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+                module.get_submodule(name).load_state_dict(attn.get_submodule(name).state_dict())
+        return module
+
+    def extra_repr(self) -> str:
+        """Sizes, window and backend, shown by ``print(module)``."""
+        return (
+            f"d_model={self.d_model}, num_heads={self.num_heads}, "
+            f"num_kv_heads={self.num_kv_heads}, head_dim={self.head_dim}, "
+            f"window={self.window}, backend={self.backend!r}"
+        )
