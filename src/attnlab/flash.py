@@ -207,9 +207,9 @@ def flash_attention(
             )
         outputs.append(output)
         lses.append(lse)
-    # group x (n, L, Ev) -> (n, group, L, Ev) -> (N, ..., L, Ev)
-    output = torch.stack(outputs, dim=1).reshape(*batch, L, Ev)
-    lse = torch.stack(lses, dim=1)
+    if group > 1:  # group x (n, L, Ev) -> (n, group, L, Ev); lse: (n, group, L)
+        output, lse = torch.stack(outputs, dim=1), torch.stack(lses, dim=1)
+    output = output.reshape(*batch, L, Ev)  # -> (N, ..., L, Ev)
     if return_lse:
         return output, lse.reshape(*batch, L)  # (n, L) -> (N, ..., L)
     return output
