@@ -42,6 +42,7 @@ import matplotlib.style
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 from matplotlib.typing import RcKeyType
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
@@ -50,7 +51,7 @@ from mkdocs.structure.pages import Page
 
 import attnlab
 import attnlab.recall
-from attnlab import examples, plot
+from attnlab import diagrams, examples, plot
 
 FigureBuilder = Callable[[], Figure]
 SCHEMES = {"light": "default", "dark": "dark_background"}
@@ -247,9 +248,10 @@ def cross_attention() -> Figure:
     def build() -> Figure:
         sentence = examples.life_is_short()
         context = examples.second_sequence()  # (S, d) = (8, 16)
-        W_query, W_key = torch.rand(24, 16), torch.rand(24, 16)  # (d_q, d), (d_k, d)
-        queries = sentence.inputs @ W_query.transpose(-2, -1)  # (6, 24)
-        keys = context @ W_key.transpose(-2, -1)  # (8, 24)
+        module = attnlab.CrossAttention(d_in=16, d_context=16, d_out=16, num_heads=1)
+        with torch.no_grad():
+            queries = module.W_query(sentence.inputs)  # (6, 16)
+            keys = module.W_key(context)  # (8, 16)
         attn_weights = attnlab.attention_weights(queries, keys)  # (6, 8), scale 1/sqrt(24)
         return plot.plot_attention(
             attn_weights,
@@ -348,6 +350,416 @@ def bench_memory() -> Figure:
     return figure
 
 
+# --- conceptual diagrams (attnlab.diagrams: one colour per role on every diagram) -------
+
+_SMALL_CELL = (1.4, 0.7)
+
+
+def rnn_vs_attention() -> Figure:
+    """A recurrent encoder hands on only its last state; attention weighs every state.
+
+    The states come from a seeded ``nn.RNN(3, 3)`` run over "Your journey starts with one
+    step"; the attention weights are the softmax of each state's dot product with the last.
+    """
+
+    def build() -> Figure:
+        words, inputs = examples.your_journey()
+        rnn = torch.nn.RNN(3, 3)
+        with torch.no_grad():
+            states, _ = rnn(inputs)  # (T, 3): one state per word
+        attn_weights = attnlab.softmax(states @ states[-1])  # (T,)
+        context_vec = attn_weights @ states  # (3,)
+        fig, ax = diagrams.canvas(8.0, 6.0)
+        spacing = 2.0
+        for top, title in ((6.0, "recurrent encoder: the decoder sees one vector"),
+                           (0.0, "attention: the decoder looks at every state")):
+            for t, word in enumerate(words):
+                x = t * spacing
+                diagrams.matrix(ax, states[t].unsqueeze(-1), (x, top), decimals=2,
+                                cell=_SMALL_CELL, fontsize="small")
+                diagrams.label(ax, (x + 0.7, top - 0.35), word, fontsize="medium")
+                if t > 0:
+                    diagrams.arrow(ax, (x - 0.6, top + 1.05), (x, top + 1.05))
+            diagrams.label(ax, (0, top + 2.7), title, ha="left")
+        last = (5 * spacing + 1.4, 7.05)
+        diagrams.arrow(ax, last, (14.0, 7.05), "only h₆")
+        diagrams.matrix(ax, states[-1].unsqueeze(-1), (14.0, 6.0), role="output", decimals=2,
+                        cell=_SMALL_CELL, fontsize="small", title="decoder")
+        row = diagrams.matrix(ax, attn_weights.unsqueeze(0), (0, -1.6), role="weights",
+                              decimals=2, cell=(spacing, 0.7), fontsize="small")
+        diagrams.label(ax, (row.right + 0.2, -1.25), "weights", ha="left")
+        for t in range(6):
+            diagrams.arrow(ax, (t * spacing + 0.7, -0.7), (t * spacing + 0.7, -0.9))
+        diagrams.arrow(ax, (row.right, -1.25), (14.0, 1.05), "Σ weight · state", rad=0.2)
+        out = diagrams.matrix(ax, context_vec.unsqueeze(-1), (14.0, 0.0), role="output",
+                              decimals=2, cell=_SMALL_CELL, fontsize="small", title="decoder")
+        diagrams.fit(ax, diagrams.Bounds(-0.2, -1.8, out.right + 0.4, 9.2))
+        return fig
+
+    return _seeded(123, build)
+
+
+def tokens_to_vectors() -> Figure:
+    """Words → ids (sorted vocabulary) → rows of the seeded embedding (first 5 of 16 dims)."""
+    sentence = examples.life_is_short()
+    shown = 5
+    fig, ax = diagrams.canvas(8.0, 4.2)
+    T = len(sentence.words)
+    ids = diagrams.matrix(ax, sentence.token_ids.unsqueeze(-1).float(), (3.2, 0),
+                          row_labels=list(sentence.words), title="token id")
+    rows = diagrams.matrix(ax, sentence.inputs[:, :shown], (7.0, 0), decimals=2,
+                           cell=(1.5, 1.0), fontsize="small",
+                           title=f"embedding row (first {shown} of {sentence.inputs.shape[1]})")
+    for i in range(T):
+        y = T - 1 - i + 0.5
+        diagrams.arrow(ax, (ids.right, y), (rows.left, y))
+    diagrams.label(ax, ((ids.right + rows.left) / 2, T + 0.2), "look up", fontsize="small")
+    diagrams.label(ax, (rows.right + 0.3, T / 2), "…", ha="left")
+    diagrams.fit(ax, diagrams.Bounds(0.0, 0.0, rows.right + 0.8, T + 1.0))
+    return fig
+
+
+def attention_flow() -> Figure:
+    """The journey token's query · every input → scores → softmax → weighted sum of inputs."""
+    words, inputs = examples.your_journey()
+    query = inputs[1]  # (3,) "journey"
+    attn_scores = inputs @ query  # (T,)
+    attn_weights = attnlab.softmax(attn_scores)  # (T,)
+    context_vec = attn_weights @ inputs  # (3,)
+    fig, ax = diagrams.canvas(8.0, 4.0)
+    T = len(words)
+    x_in = diagrams.matrix(ax, inputs, (0, 0), role="keys", decimals=2, cell=(1.3, 1.0),
+                           fontsize="small", row_labels=list(words), title="inputs xᵢ")
+    q = diagrams.matrix(ax, query.unsqueeze(0), (0, T + 1.6), role="queries", decimals=2,
+                        cell=(1.3, 1.0), fontsize="small", title="query x⁽²⁾ (journey)")
+    s = diagrams.matrix(ax, attn_scores.unsqueeze(-1), (6.0, 0), role="weights", decimals=2,
+                        cell=(1.3, 1.0), fontsize="small", title="scores")
+    w = diagrams.matrix(ax, attn_weights.unsqueeze(-1), (9.6, 0), role="weights", decimals=2,
+                        cell=(1.3, 1.0), fontsize="small", title="weights")
+    z = diagrams.matrix(ax, context_vec.unsqueeze(0), (13.0, 4.0), role="output", decimals=2,
+                        cell=(1.3, 1.0), fontsize="small", title="context z⁽²⁾")
+    diagrams.arrow(ax, x_in.right_mid, s.left_mid, "xᵢ · x⁽²⁾")
+    diagrams.arrow(ax, q.right_mid, (s.left + 0.6, s.top + 0.9), rad=-0.2)
+    diagrams.arrow(ax, s.right_mid, w.left_mid, "softmax")
+    diagrams.arrow(ax, w.right_mid, z.bottom_mid, rad=0.3)
+    diagrams.label(ax, (15.0, 2.2), "Σ wᵢ xᵢ", fontsize="medium")
+    diagrams.fit(ax, x_in, q, s, w, z, diagrams.Bounds(-2.0, 0, 17.0, T + 3.4))
+    return fig
+
+
+def _projection_rows(
+    ax: Axes,
+    inputs: torch.Tensor,
+    weights: dict[str, torch.Tensor],
+    *,
+    decimals: int,
+    cell: tuple[float, float],
+) -> list[diagrams.Bounds]:
+    """One row per role: inputs @ W = result, stacked downward."""
+    T, d_in = inputs.shape
+    bounds = []
+    y = 0.0
+    for role, (name, W) in zip(("queries", "keys", "values"), weights.items(), strict=True):
+        height = max(T, d_in) * cell[1]
+        x = diagrams.matrix(ax, inputs, (0, y), decimals=decimals, cell=cell,
+                            fontsize="small", title="x" if y == 0 else None)
+        diagrams.label(ax, (x.right + 0.5, y + T * cell[1] / 2), "@")
+        w = diagrams.matrix(ax, W, (x.right + 1.0, y), role=role, decimals=decimals, cell=cell,
+                            fontsize="small", title=name)
+        diagrams.label(ax, (w.right + 0.5, y + T * cell[1] / 2), "=")
+        out = diagrams.matrix(ax, inputs @ W, (w.right + 1.0, y), role=role, decimals=decimals,
+                              cell=cell, fontsize="small", title=role)
+        bounds += [x, w, out]
+        y -= height + 1.6
+    return bounds
+
+
+def illustrated_projections() -> Figure:
+    """The three projections of the integer walkthrough, with its numbers: x @ W = Q, K, V."""
+    ex = examples.illustrated()
+    fig, ax = diagrams.canvas(7.0, 8.0)
+    bounds = _projection_rows(
+        ax, ex.inputs, {"W_query": ex.W_query, "W_key": ex.W_key, "W_value": ex.W_value},
+        decimals=0, cell=(0.9, 0.9),
+    )
+    diagrams.fit(ax, *bounds, margin=0.9)
+    return fig
+
+
+def illustrated_attention() -> Figure:
+    """Input 1's row of the walkthrough: q₁ · keys → scores → softmax → weighted sum of values."""
+    ex = examples.illustrated()
+    queries, keys, values = ex.inputs @ ex.W_query, ex.inputs @ ex.W_key, ex.inputs @ ex.W_value
+    attn_scores = queries[0] @ keys.T  # (3,)
+    attn_weights = attnlab.softmax(attn_scores)  # (3,)
+    weighted = attn_weights.unsqueeze(-1) * values  # (3, 3): each value row times its weight
+    fig, ax = diagrams.canvas(8.0, 4.0)
+    cell = (1.2, 0.9)
+    q = diagrams.matrix(ax, queries[0].unsqueeze(0), (0, 3.6), role="queries", cell=cell,
+                        title="q₁")
+    k = diagrams.matrix(ax, keys, (0, 0), role="keys", cell=cell, title="keys",
+                        row_labels=["k₁", "k₂", "k₃"])
+    s = diagrams.matrix(ax, attn_scores.unsqueeze(-1), (5.0, 0), role="weights", cell=cell,
+                        title="scores")
+    w = diagrams.matrix(ax, attn_weights.unsqueeze(-1), (8.2, 0), role="weights", decimals=3,
+                        cell=(1.6, 0.9), fontsize="small", title="softmax")
+    v = diagrams.matrix(ax, weighted, (11.8, 0), role="values", decimals=2, cell=cell,
+                        fontsize="small", title="weight × value")
+    out = diagrams.matrix(ax, weighted.sum(0).unsqueeze(0), (17.0, 1.0), role="output",
+                          decimals=2, cell=cell, fontsize="small", title="output 1 = Σ")
+    diagrams.arrow(ax, k.right_mid, s.left_mid, "q₁ · kⱼ")
+    diagrams.arrow(ax, q.right_mid, (s.left + 0.6, s.top + 0.5), rad=-0.2)
+    diagrams.arrow(ax, s.right_mid, w.left_mid)
+    diagrams.arrow(ax, w.right_mid, v.left_mid)
+    diagrams.arrow(ax, v.right_mid, out.left_mid, "sum")
+    diagrams.fit(ax, q, k, s, w, v, out, margin=0.8)
+    return fig
+
+
+def trainable_projections() -> Figure:
+    """``SelfAttentionV1(3, 2)`` (seed 123) on "Dream big…": x @ W = queries, keys, values."""
+
+    def build() -> Figure:
+        _, inputs = examples.dream_big()
+        module = attnlab.SelfAttentionV1(3, 2)
+        fig, ax = diagrams.canvas(7.0, 9.0)
+        with torch.no_grad():
+            bounds = _projection_rows(
+                ax, inputs,
+                {"W_query": module.W_query, "W_key": module.W_key, "W_value": module.W_value},
+                decimals=2, cell=(1.2, 0.8),
+            )
+        diagrams.fit(ax, *bounds, margin=0.9)
+        return fig
+
+    return _seeded(123, build)
+
+
+def scaling_flow() -> Figure:
+    """The same scores through softmax, as they are and divided by √d_k (d_k = 64)."""
+    attn_scores = 8 * torch.tensor(SCALING_SCORES)  # (5,) scores of the size d_k = 64 gives
+    fig, ax = diagrams.canvas(8.0, 3.2)
+    cell = (1.3, 0.9)
+    rows = []
+    for y, divisor, name in ((2.2, 1.0, "scores"), (0.0, 8.0, "scores / √64")):
+        s = diagrams.matrix(ax, attn_scores / divisor, (2.6, y), role="weights", decimals=1,
+                            cell=cell, fontsize="small")
+        diagrams.label(ax, (2.4, y + 0.45), name, ha="right", fontsize="medium")
+        w = diagrams.matrix(ax, attnlab.softmax(attn_scores / divisor), (11.4, y),
+                            role="weights", decimals=2, cell=cell, fontsize="small")
+        diagrams.arrow(ax, s.right_mid, w.left_mid, "softmax", offset=0.05)
+        rows += [s, w]
+    diagrams.fit(ax, *rows, diagrams.Bounds(-2.6, 0, 18.0, 3.1), margin=0.2)
+    return fig
+
+
+def compact_module_diagram() -> Figure:
+    """``SelfAttentionV2(3, 2)`` (seed 789): x → three Linear layers → attend → context."""
+
+    def build() -> Figure:
+        words, inputs = examples.your_journey()
+        module = attnlab.SelfAttentionV2(3, 2)
+        with torch.no_grad():
+            projected = {
+                "queries": module.W_query(inputs),  # (6, 2)
+                "keys": module.W_key(inputs),  # (6, 2)
+                "values": module.W_value(inputs),  # (6, 2)
+            }
+            context_vecs = module(inputs)  # (6, 2)
+        fig, ax = diagrams.canvas(8.0, 7.0)
+        cell = (1.3, 0.7)
+        x = diagrams.matrix(ax, inputs, (2.5, 5.5), decimals=2, cell=cell, fontsize="small",
+                            title="x (6, 3)", row_labels=list(words))
+        bounds = [x]
+        names = {"queries": "W_query", "keys": "W_key", "values": "W_value"}
+        for k, (role, tensor) in enumerate(projected.items()):
+            left = k * 4.4
+            op = diagrams.operator(ax, (left + 1.3, 4.1), f"{names[role]}\nLinear(3, 2)",
+                                   role=role, size=(3.4, 1.2), fontsize="small")
+            m = diagrams.matrix(ax, tensor, (left, -1.8), role=role, decimals=2, cell=cell,
+                                fontsize="small", title=f"{role} (6, 2)")
+            diagrams.arrow(ax, x.bottom_mid, op.top_mid)
+            diagrams.arrow(ax, op.bottom_mid, (m.left + 1.3, m.top + 0.6))
+            bounds += [op, m]
+        att = diagrams.operator(ax, (5.0, -3.6), "softmax(Q Kᵀ / √2) V", role="weights",
+                                size=(6.0, 0.9))
+        for k in range(3):
+            diagrams.arrow(ax, (k * 4.4 + 1.3, -1.8), (att.left + 1.0 + 2.0 * k, att.top))
+        out = diagrams.matrix(ax, context_vecs, (10.5, -8.8), role="output", decimals=2,
+                              cell=cell, fontsize="small", title="context (6, 2)")
+        diagrams.arrow(ax, att.right_mid, (out.left, out.top - 0.4), rad=-0.3)
+        diagrams.fit(ax, *bounds, att, out, margin=0.6)
+        return fig
+
+    return _seeded(789, build)
+
+
+def causal_row() -> Figure:
+    """Row 3 ("starts") of ``SelfAttentionV2(3, 2)`` (seed 789): mask, −∞, renormalised softmax."""
+
+    def build() -> Figure:
+        words, inputs = examples.your_journey()
+        module = attnlab.SelfAttentionV2(3, 2)
+        with torch.no_grad():
+            attn_scores = attnlab.attention_scores(module.W_query(inputs), module.W_key(inputs))
+        row = 2
+        scores = attn_scores[row] / math.sqrt(2)  # (6,) scaled scores of "starts"
+        allowed = attnlab.causal_mask(6)[row]  # (6,) True = may attend
+        masked = scores.masked_fill(~allowed, float("-inf"))
+        fig, ax = diagrams.canvas(8.0, 4.6)
+        cell = (1.7, 0.8)
+        steps = [
+            ("scores / √2", scores, None, 2, "weights"),
+            ("causal mask", allowed.float(), None, 0, "input"),
+            ("masked", masked, ~allowed, 2, "weights"),
+            ("softmax", attnlab.softmax(masked), ~allowed, 3, "weights"),
+            ("no mask", attnlab.softmax(scores), None, 3, "masked"),
+        ]
+        bounds = []
+        for k, (name, values, hide, decimals, role) in enumerate(steps):
+            y = (len(steps) - 1 - k) * 1.4
+            b = diagrams.matrix(ax, values, (0, y), role=role, decimals=decimals, cell=cell,
+                                fontsize="small", masked=hide,
+                                masked_text="−∞" if k == 2 else "0",
+                                col_labels=list(words) if k == 0 else None)
+            diagrams.label(ax, (b.right + 0.3, y + 0.4), name, ha="left", fontsize="medium")
+            bounds.append(b)
+        diagrams.fit(ax, *bounds, diagrams.Bounds(0, 0, bounds[0].right + 3.4, 7.2))
+        return fig
+
+    return _seeded(789, build)
+
+
+def head_split() -> Figure:
+    """``MultiHeadAttention(3, 4, num_heads=2)`` (seed 123): (B, T, d_out) → (B, H, T, D) → back."""
+
+    def build() -> Figure:
+        _, inputs = examples.your_journey()
+        module = attnlab.MultiHeadAttention(d_in=3, d_out=4, num_heads=2)
+        x = inputs.unsqueeze(0)  # (B, T, d_in) = (1, 6, 3)
+        with torch.no_grad():
+            queries = module.W_query(x)  # (1, 6, 4)
+            keys = module.W_key(x)  # (1, 6, 4)
+            values = module.W_value(x)  # (1, 6, 4)
+            split = [t.view(1, 6, 2, 2).transpose(1, 2) for t in (queries, keys, values)]
+            context_vecs = attnlab.scaled_dot_product_attention(*split)  # (1, 2, 6, 2)
+            merged = context_vecs.transpose(1, 2).reshape(1, 6, 4)  # (1, 6, 4)
+        fig, ax = diagrams.canvas(8.0, 4.4)
+        cell = (1.25, 0.7)
+        q = diagrams.matrix(ax, queries[0], (0, 0), role="queries", decimals=2, cell=cell,
+                            fontsize="small", title="queries (1, 6, 4)")
+        heads = []
+        for h in range(2):
+            heads.append(diagrams.matrix(ax, split[0][0, h], (8.5 + 3.8 * h, 0), role="queries",
+                                         decimals=2, cell=cell, fontsize="small",
+                                         title=f"head {h + 1}"))
+        outs = []
+        for h in range(2):
+            outs.append(diagrams.matrix(ax, context_vecs[0, h], (8.5 + 3.8 * h, -6.6),
+                                        role="output", decimals=2, cell=cell, fontsize="small",
+                                        title=f"head {h + 1}"))
+        m = diagrams.matrix(ax, merged[0], (0, -6.6), role="output", decimals=2, cell=cell,
+                            fontsize="small", title="merged (1, 6, 4)")
+        diagrams.arrow(ax, q.right_mid, heads[0].left_mid)
+        diagrams.label(ax, ((q.right + heads[0].left) / 2, 2.6), "view,\ntranspose", fontsize="small")
+        diagrams.label(ax, (11.0, 5.4), "(1, 2, 6, 2) = (B, H, T, D)")
+        for h in range(2):
+            diagrams.arrow(ax, heads[h].bottom_mid, (outs[h].left + 1.25, outs[h].top + 0.6),
+                           "attend" if h == 0 else None, offset=-0.4)
+        diagrams.arrow(ax, outs[0].left_mid, m.right_mid)
+        diagrams.label(ax, ((m.right + outs[0].left) / 2, -4.2), "transpose,\nreshape", fontsize="small")
+        diagrams.fit(ax, q, *heads, *outs, m, diagrams.Bounds(0, -6.6, 16.0, 5.8), margin=0.6)
+        return fig
+
+    return _seeded(123, build)
+
+
+def cross_attention_diagram() -> Figure:
+    """Query "short" of sentence 1 attends to ``second_sequence()`` (``CrossAttention``, seed 123)."""
+
+    def build() -> Figure:
+        sentence = examples.life_is_short()
+        context = examples.second_sequence()  # (S, d) = (8, 16)
+        module = attnlab.CrossAttention(d_in=16, d_context=16, d_out=16, num_heads=1)
+        with torch.no_grad():
+            queries = module.W_query(sentence.inputs)  # (6, 16)
+            keys = module.W_key(context)  # (8, 16)
+        attn_weights = attnlab.attention_weights(queries, keys)  # (6, 8)
+        row = 2  # "short"
+        fig, ax = diagrams.canvas(8.0, 4.6)
+        ink = diagrams.text_colour()
+        for i, word in enumerate(sentence.words):
+            y = 7 - i * 1.4
+            diagrams.operator(ax, (1.0, y), word, role="queries", size=(2.0, 0.9))
+        for j in range(8):
+            y = 8 - j
+            diagrams.operator(ax, (10.0, y), f"c{j + 1}", role="keys", size=(1.6, 0.8))
+            weight = float(attn_weights[row, j])
+            ax.plot([2.0, 9.2], [7 - row * 1.4, y], color=diagrams.ROLE_COLOURS["weights"],
+                    linewidth=0.5 + 8 * weight, solid_capstyle="round")
+            ax.text(11.0, y, f"{weight:.2f}", ha="left", va="center", color=ink,
+                    fontsize="medium")
+        diagrams.label(ax, (1.0, 8.4), "sentence 1 (queries)")
+        diagrams.label(ax, (10.0, 9.0), "sequence 2 (keys)")
+        diagrams.label(ax, (11.0, 9.0), "            weight", ha="left")
+        diagrams.fit(ax, diagrams.Bounds(-0.2, -0.5, 14.0, 9.5), margin=0.1)
+        return fig
+
+    return _seeded(123, build)
+
+
+def flash_tiles() -> Figure:
+    """Causal FlashAttention on 6 tokens in 2 x 2 tiles: visit order, skipped tiles, running max/sum."""
+
+    def build() -> Figure:
+        words, inputs = examples.your_journey()
+        module = attnlab.SelfAttentionV2(3, 2)
+        with torch.no_grad():
+            attn_scores = attnlab.attention_scores(module.W_query(inputs), module.W_key(inputs))
+        scores = attn_scores / math.sqrt(2)  # (6, 6)
+        block = 2
+        mask = ~attnlab.causal_mask(6)  # True = masked
+        fig, ax = diagrams.canvas(8.0, 4.6)
+        cell = (1.3, 0.8)
+        grid = diagrams.matrix(ax, scores, (0, 0), role="weights", decimals=2, cell=cell,
+                               fontsize="small", masked=mask,
+                               masked_text="", row_labels=list(words))
+        ink = diagrams.text_colour()
+        order = 0
+        for qi in range(3):
+            for kj in range(3):
+                x, y = kj * block * cell[0], (2 - qi) * block * cell[1]
+                ax.add_patch(Rectangle((x, y), block * cell[0], block * cell[1], fill=False,
+                                       edgecolor=ink, linewidth=2.0))
+                if kj <= qi:
+                    order += 1
+                    ax.text(x + 0.12, y + block * cell[1] - 0.1, str(order), ha="left",
+                            va="top", color=ink, fontsize="x-small", fontweight="bold")
+                else:
+                    ax.text(x + block * cell[0] / 2, y + block * cell[1] / 2, "skipped",
+                            ha="center", va="center", color=ink, fontsize="small")
+        # running max m and sum l of the last query row ("step") after each key tile
+        row = scores[5]
+        running_max, running_sum = [], []
+        m, l_sum = float("-inf"), 0.0
+        for kj in range(3):
+            tile = row[kj * block : (kj + 1) * block]
+            new_m = max(m, float(tile.max()))
+            l_sum = l_sum * math.exp(m - new_m) + float((tile - new_m).exp().sum())
+            m = new_m
+            running_max.append(m)
+            running_sum.append(l_sum)
+        stats = torch.tensor([running_max, running_sum])  # (2, 3)
+        s = diagrams.matrix(ax, stats, (9.6, -2.8), role="weights", decimals=2, cell=cell,
+                            fontsize="small", row_labels=["max m", "sum l"],
+                            col_labels=["tile 4", "tile 5", "tile 6"],
+                            title="row 'step', running")
+        diagrams.fit(ax, grid, s, diagrams.Bounds(-1.8, -3.0, 14.0, 5.6), margin=0.3)
+        return fig
+
+    return _seeded(789, build)
+
+
 FIGURES: dict[str, FigureBuilder] = {
     "embedding": embedding,
     "journey-weights": journey_weights,
@@ -367,7 +779,40 @@ FIGURES: dict[str, FigureBuilder] = {
     "recall-scores": recall_scores,
     "bench-time": bench_time,
     "bench-memory": bench_memory,
+    # conceptual diagrams (attnlab.diagrams)
+    "rnn-vs-attention": rnn_vs_attention,
+    "tokens-to-vectors": tokens_to_vectors,
+    "attention-flow": attention_flow,
+    "illustrated-projections": illustrated_projections,
+    "illustrated-attention": illustrated_attention,
+    "trainable-projections": trainable_projections,
+    "scaling-flow": scaling_flow,
+    "compact-module-diagram": compact_module_diagram,
+    "causal-row": causal_row,
+    "head-split": head_split,
+    "cross-attention-diagram": cross_attention_diagram,
+    "flash-tiles": flash_tiles,
 }
+
+#: The conceptual diagrams (drawn in the role colours of ``attnlab.diagrams``); every
+#: main-line chapter shows at least one (tests/test_figures.py).
+DIAGRAMS: frozenset[str] = frozenset(
+    {
+        "recall-model",
+        "rnn-vs-attention",
+        "tokens-to-vectors",
+        "attention-flow",
+        "illustrated-projections",
+        "illustrated-attention",
+        "trainable-projections",
+        "scaling-flow",
+        "compact-module-diagram",
+        "causal-row",
+        "head-split",
+        "cross-attention-diagram",
+        "flash-tiles",
+    }
+)
 
 
 # --- rendering -------------------------------------------------------------------------

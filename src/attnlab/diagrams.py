@@ -208,6 +208,7 @@ def matrix(
     row_labels: Sequence[str] | None = None,
     col_labels: Sequence[str] | None = None,
     masked: Tensor | None = None,
+    masked_text: str = "",
     highlight_rows: Sequence[int] = (),
     cell: tuple[float, float] = (1.0, 1.0),
     fontsize: float | str = "medium",
@@ -225,6 +226,7 @@ def matrix(
         col_labels: Text above each column (the title goes above them).
         masked: Boolean tensor of the same shape; ``True`` cells are drawn faded, without
             their value (masked scores, skipped tiles).
+        masked_text: Written in each masked cell instead of its value (e.g. ``"−∞"``).
         highlight_rows: Rows drawn with a thick role-coloured outline.
         cell: Width and height of one cell, in cell units.
         fontsize: Size of the numbers.
@@ -279,11 +281,11 @@ def matrix(
                     linewidth=1.0,
                 )
             )
-            if not off:
+            if not off or masked_text:
                 ax.text(
                     x + width / 2,
                     y + height / 2,
-                    _format(float(grid[i, j]), decimals),
+                    masked_text if off else _format(float(grid[i, j]), decimals),
                     ha="center",
                     va="center",
                     color=ink,
