@@ -371,28 +371,59 @@ def rnn_vs_attention() -> Figure:
         context_vec = attn_weights @ states  # (3,)
         fig, ax = diagrams.canvas(8.0, 6.0)
         spacing = 2.0
-        for top, title in ((6.0, "recurrent encoder: the decoder sees one vector"),
-                           (0.0, "attention: the decoder looks at every state")):
+        for top, title in (
+            (6.0, "recurrent encoder: the decoder sees one vector"),
+            (0.0, "attention: the decoder looks at every state"),
+        ):
             for t, word in enumerate(words):
                 x = t * spacing
-                diagrams.matrix(ax, states[t].unsqueeze(-1), (x, top), decimals=2,
-                                cell=_SMALL_CELL, fontsize="small")
+                diagrams.matrix(
+                    ax,
+                    states[t].unsqueeze(-1),
+                    (x, top),
+                    decimals=2,
+                    cell=_SMALL_CELL,
+                    fontsize="small",
+                )
                 diagrams.label(ax, (x + 0.7, top - 0.35), word, fontsize="medium")
                 if t > 0:
                     diagrams.arrow(ax, (x - 0.6, top + 1.05), (x, top + 1.05))
             diagrams.label(ax, (0, top + 2.7), title, ha="left")
         last = (5 * spacing + 1.4, 7.05)
         diagrams.arrow(ax, last, (14.0, 7.05), "only h₆")
-        diagrams.matrix(ax, states[-1].unsqueeze(-1), (14.0, 6.0), role="output", decimals=2,
-                        cell=_SMALL_CELL, fontsize="small", title="decoder")
-        row = diagrams.matrix(ax, attn_weights.unsqueeze(0), (0, -1.6), role="weights",
-                              decimals=2, cell=(spacing, 0.7), fontsize="small")
+        diagrams.matrix(
+            ax,
+            states[-1].unsqueeze(-1),
+            (14.0, 6.0),
+            role="output",
+            decimals=2,
+            cell=_SMALL_CELL,
+            fontsize="small",
+            title="decoder",
+        )
+        row = diagrams.matrix(
+            ax,
+            attn_weights.unsqueeze(0),
+            (0, -1.6),
+            role="weights",
+            decimals=2,
+            cell=(spacing, 0.7),
+            fontsize="small",
+        )
         diagrams.label(ax, (row.right + 0.2, -1.25), "weights", ha="left")
         for t in range(6):
             diagrams.arrow(ax, (t * spacing + 0.7, -0.7), (t * spacing + 0.7, -0.9))
         diagrams.arrow(ax, (row.right, -1.25), (14.0, 1.05), "Σ weight · state", rad=0.2)
-        out = diagrams.matrix(ax, context_vec.unsqueeze(-1), (14.0, 0.0), role="output",
-                              decimals=2, cell=_SMALL_CELL, fontsize="small", title="decoder")
+        out = diagrams.matrix(
+            ax,
+            context_vec.unsqueeze(-1),
+            (14.0, 0.0),
+            role="output",
+            decimals=2,
+            cell=_SMALL_CELL,
+            fontsize="small",
+            title="decoder",
+        )
         diagrams.fit(ax, diagrams.Bounds(-0.2, -1.8, out.right + 0.4, 9.2))
         return fig
 
@@ -405,11 +436,22 @@ def tokens_to_vectors() -> Figure:
     shown = 5
     fig, ax = diagrams.canvas(8.0, 4.2)
     T = len(sentence.words)
-    ids = diagrams.matrix(ax, sentence.token_ids.unsqueeze(-1).float(), (3.2, 0),
-                          row_labels=list(sentence.words), title="token id")
-    rows = diagrams.matrix(ax, sentence.inputs[:, :shown], (7.0, 0), decimals=2,
-                           cell=(1.5, 1.0), fontsize="small",
-                           title=f"embedding row (first {shown} of {sentence.inputs.shape[1]})")
+    ids = diagrams.matrix(
+        ax,
+        sentence.token_ids.unsqueeze(-1).float(),
+        (3.2, 0),
+        row_labels=list(sentence.words),
+        title="token id",
+    )
+    rows = diagrams.matrix(
+        ax,
+        sentence.inputs[:, :shown],
+        (7.0, 0),
+        decimals=2,
+        cell=(1.5, 1.0),
+        fontsize="small",
+        title=f"embedding row (first {shown} of {sentence.inputs.shape[1]})",
+    )
     for i in range(T):
         y = T - 1 - i + 0.5
         diagrams.arrow(ax, (ids.right, y), (rows.left, y))
@@ -428,16 +470,57 @@ def attention_flow() -> Figure:
     context_vec = attn_weights @ inputs  # (3,)
     fig, ax = diagrams.canvas(8.0, 4.0)
     T = len(words)
-    x_in = diagrams.matrix(ax, inputs, (0, 0), role="keys", decimals=2, cell=(1.3, 1.0),
-                           fontsize="small", row_labels=list(words), title="inputs xᵢ")
-    q = diagrams.matrix(ax, query.unsqueeze(0), (0, T + 1.6), role="queries", decimals=2,
-                        cell=(1.3, 1.0), fontsize="small", title="query x⁽²⁾ (journey)")
-    s = diagrams.matrix(ax, attn_scores.unsqueeze(-1), (6.0, 0), role="weights", decimals=2,
-                        cell=(1.3, 1.0), fontsize="small", title="scores")
-    w = diagrams.matrix(ax, attn_weights.unsqueeze(-1), (9.6, 0), role="weights", decimals=2,
-                        cell=(1.3, 1.0), fontsize="small", title="weights")
-    z = diagrams.matrix(ax, context_vec.unsqueeze(0), (13.0, 4.0), role="output", decimals=2,
-                        cell=(1.3, 1.0), fontsize="small", title="context z⁽²⁾")
+    x_in = diagrams.matrix(
+        ax,
+        inputs,
+        (0, 0),
+        role="keys",
+        decimals=2,
+        cell=(1.3, 1.0),
+        fontsize="small",
+        row_labels=list(words),
+        title="inputs xᵢ",
+    )
+    q = diagrams.matrix(
+        ax,
+        query.unsqueeze(0),
+        (0, T + 1.6),
+        role="queries",
+        decimals=2,
+        cell=(1.3, 1.0),
+        fontsize="small",
+        title="query x⁽²⁾ (journey)",
+    )
+    s = diagrams.matrix(
+        ax,
+        attn_scores.unsqueeze(-1),
+        (6.0, 0),
+        role="weights",
+        decimals=2,
+        cell=(1.3, 1.0),
+        fontsize="small",
+        title="scores",
+    )
+    w = diagrams.matrix(
+        ax,
+        attn_weights.unsqueeze(-1),
+        (9.6, 0),
+        role="weights",
+        decimals=2,
+        cell=(1.3, 1.0),
+        fontsize="small",
+        title="weights",
+    )
+    z = diagrams.matrix(
+        ax,
+        context_vec.unsqueeze(0),
+        (13.0, 4.0),
+        role="output",
+        decimals=2,
+        cell=(1.3, 1.0),
+        fontsize="small",
+        title="context z⁽²⁾",
+    )
     diagrams.arrow(ax, x_in.right_mid, s.left_mid, "xᵢ · x⁽²⁾")
     diagrams.arrow(ax, q.right_mid, (s.left + 0.6, s.top + 0.9), rad=-0.2)
     diagrams.arrow(ax, s.right_mid, w.left_mid, "softmax")
@@ -461,14 +544,37 @@ def _projection_rows(
     y = 0.0
     for role, (name, W) in zip(("queries", "keys", "values"), weights.items(), strict=True):
         height = max(T, d_in) * cell[1]
-        x = diagrams.matrix(ax, inputs, (0, y), decimals=decimals, cell=cell,
-                            fontsize="small", title="x" if y == 0 else None)
+        x = diagrams.matrix(
+            ax,
+            inputs,
+            (0, y),
+            decimals=decimals,
+            cell=cell,
+            fontsize="small",
+            title="x" if y == 0 else None,
+        )
         diagrams.label(ax, (x.right + 0.5, y + T * cell[1] / 2), "@")
-        w = diagrams.matrix(ax, W, (x.right + 1.0, y), role=role, decimals=decimals, cell=cell,
-                            fontsize="small", title=name)
+        w = diagrams.matrix(
+            ax,
+            W,
+            (x.right + 1.0, y),
+            role=role,
+            decimals=decimals,
+            cell=cell,
+            fontsize="small",
+            title=name,
+        )
         diagrams.label(ax, (w.right + 0.5, y + T * cell[1] / 2), "=")
-        out = diagrams.matrix(ax, inputs @ W, (w.right + 1.0, y), role=role, decimals=decimals,
-                              cell=cell, fontsize="small", title=role)
+        out = diagrams.matrix(
+            ax,
+            inputs @ W,
+            (w.right + 1.0, y),
+            role=role,
+            decimals=decimals,
+            cell=cell,
+            fontsize="small",
+            title=role,
+        )
         bounds += [x, w, out]
         y -= height + 1.6
     return bounds
@@ -479,8 +585,11 @@ def illustrated_projections() -> Figure:
     ex = examples.illustrated()
     fig, ax = diagrams.canvas(7.0, 8.0)
     bounds = _projection_rows(
-        ax, ex.inputs, {"W_query": ex.W_query, "W_key": ex.W_key, "W_value": ex.W_value},
-        decimals=0, cell=(0.9, 0.9),
+        ax,
+        ex.inputs,
+        {"W_query": ex.W_query, "W_key": ex.W_key, "W_value": ex.W_value},
+        decimals=0,
+        cell=(0.9, 0.9),
     )
     diagrams.fit(ax, *bounds, margin=0.9)
     return fig
@@ -495,18 +604,45 @@ def illustrated_attention() -> Figure:
     weighted = attn_weights.unsqueeze(-1) * values  # (3, 3): each value row times its weight
     fig, ax = diagrams.canvas(8.0, 4.0)
     cell = (1.2, 0.9)
-    q = diagrams.matrix(ax, queries[0].unsqueeze(0), (0, 3.6), role="queries", cell=cell,
-                        title="q₁")
-    k = diagrams.matrix(ax, keys, (0, 0), role="keys", cell=cell, title="keys",
-                        row_labels=["k₁", "k₂", "k₃"])
-    s = diagrams.matrix(ax, attn_scores.unsqueeze(-1), (5.0, 0), role="weights", cell=cell,
-                        title="scores")
-    w = diagrams.matrix(ax, attn_weights.unsqueeze(-1), (8.2, 0), role="weights", decimals=3,
-                        cell=(1.6, 0.9), fontsize="small", title="softmax")
-    v = diagrams.matrix(ax, weighted, (11.8, 0), role="values", decimals=2, cell=cell,
-                        fontsize="small", title="weight × value")
-    out = diagrams.matrix(ax, weighted.sum(0).unsqueeze(0), (17.0, 1.0), role="output",
-                          decimals=2, cell=cell, fontsize="small", title="output 1 = Σ")
+    q = diagrams.matrix(
+        ax, queries[0].unsqueeze(0), (0, 3.6), role="queries", cell=cell, title="q₁"
+    )
+    k = diagrams.matrix(
+        ax, keys, (0, 0), role="keys", cell=cell, title="keys", row_labels=["k₁", "k₂", "k₃"]
+    )
+    s = diagrams.matrix(
+        ax, attn_scores.unsqueeze(-1), (5.0, 0), role="weights", cell=cell, title="scores"
+    )
+    w = diagrams.matrix(
+        ax,
+        attn_weights.unsqueeze(-1),
+        (8.2, 0),
+        role="weights",
+        decimals=3,
+        cell=(1.6, 0.9),
+        fontsize="small",
+        title="softmax",
+    )
+    v = diagrams.matrix(
+        ax,
+        weighted,
+        (11.8, 0),
+        role="values",
+        decimals=2,
+        cell=cell,
+        fontsize="small",
+        title="weight × value",
+    )
+    out = diagrams.matrix(
+        ax,
+        weighted.sum(0).unsqueeze(0),
+        (17.0, 1.0),
+        role="output",
+        decimals=2,
+        cell=cell,
+        fontsize="small",
+        title="output 1 = Σ",
+    )
     diagrams.arrow(ax, k.right_mid, s.left_mid, "q₁ · kⱼ")
     diagrams.arrow(ax, q.right_mid, (s.left + 0.6, s.top + 0.5), rad=-0.2)
     diagrams.arrow(ax, s.right_mid, w.left_mid)
@@ -525,9 +661,11 @@ def trainable_projections() -> Figure:
         fig, ax = diagrams.canvas(7.0, 9.0)
         with torch.no_grad():
             bounds = _projection_rows(
-                ax, inputs,
+                ax,
+                inputs,
                 {"W_query": module.W_query, "W_key": module.W_key, "W_value": module.W_value},
-                decimals=2, cell=(1.2, 0.8),
+                decimals=2,
+                cell=(1.2, 0.8),
             )
         diagrams.fit(ax, *bounds, margin=0.9)
         return fig
@@ -542,11 +680,25 @@ def scaling_flow() -> Figure:
     cell = (1.3, 0.9)
     rows = []
     for y, divisor, name in ((2.2, 1.0, "scores"), (0.0, 8.0, "scores / √64")):
-        s = diagrams.matrix(ax, attn_scores / divisor, (2.6, y), role="weights", decimals=1,
-                            cell=cell, fontsize="small")
+        s = diagrams.matrix(
+            ax,
+            attn_scores / divisor,
+            (2.6, y),
+            role="weights",
+            decimals=1,
+            cell=cell,
+            fontsize="small",
+        )
         diagrams.label(ax, (2.4, y + 0.45), name, ha="right", fontsize="medium")
-        w = diagrams.matrix(ax, attnlab.softmax(attn_scores / divisor), (11.4, y),
-                            role="weights", decimals=2, cell=cell, fontsize="small")
+        w = diagrams.matrix(
+            ax,
+            attnlab.softmax(attn_scores / divisor),
+            (11.4, y),
+            role="weights",
+            decimals=2,
+            cell=cell,
+            fontsize="small",
+        )
         diagrams.arrow(ax, s.right_mid, w.left_mid, "softmax", offset=0.05)
         rows += [s, w]
     diagrams.fit(ax, *rows, diagrams.Bounds(-2.6, 0, 18.0, 3.1), margin=0.2)
@@ -568,25 +720,56 @@ def compact_module_diagram() -> Figure:
             context_vecs = module(inputs)  # (6, 2)
         fig, ax = diagrams.canvas(8.0, 7.0)
         cell = (1.3, 0.7)
-        x = diagrams.matrix(ax, inputs, (2.5, 5.5), decimals=2, cell=cell, fontsize="small",
-                            title="x (6, 3)", row_labels=list(words))
+        x = diagrams.matrix(
+            ax,
+            inputs,
+            (2.5, 5.5),
+            decimals=2,
+            cell=cell,
+            fontsize="small",
+            title="x (6, 3)",
+            row_labels=list(words),
+        )
         bounds = [x]
         names = {"queries": "W_query", "keys": "W_key", "values": "W_value"}
         for k, (role, tensor) in enumerate(projected.items()):
             left = k * 4.4
-            op = diagrams.operator(ax, (left + 1.3, 4.1), f"{names[role]}\nLinear(3, 2)",
-                                   role=role, size=(3.4, 1.2), fontsize="small")
-            m = diagrams.matrix(ax, tensor, (left, -1.8), role=role, decimals=2, cell=cell,
-                                fontsize="small", title=f"{role} (6, 2)")
+            op = diagrams.operator(
+                ax,
+                (left + 1.3, 4.1),
+                f"{names[role]}\nLinear(3, 2)",
+                role=role,
+                size=(3.4, 1.2),
+                fontsize="small",
+            )
+            m = diagrams.matrix(
+                ax,
+                tensor,
+                (left, -1.8),
+                role=role,
+                decimals=2,
+                cell=cell,
+                fontsize="small",
+                title=f"{role} (6, 2)",
+            )
             diagrams.arrow(ax, x.bottom_mid, op.top_mid)
             diagrams.arrow(ax, op.bottom_mid, (m.left + 1.3, m.top + 0.6))
             bounds += [op, m]
-        att = diagrams.operator(ax, (5.0, -3.6), "softmax(Q Kᵀ / √2) V", role="weights",
-                                size=(6.0, 0.9))
+        att = diagrams.operator(
+            ax, (5.0, -3.6), "softmax(Q Kᵀ / √2) V", role="weights", size=(6.0, 0.9)
+        )
         for k in range(3):
             diagrams.arrow(ax, (k * 4.4 + 1.3, -1.8), (att.left + 1.0 + 2.0 * k, att.top))
-        out = diagrams.matrix(ax, context_vecs, (10.5, -8.8), role="output", decimals=2,
-                              cell=cell, fontsize="small", title="context (6, 2)")
+        out = diagrams.matrix(
+            ax,
+            context_vecs,
+            (10.5, -8.8),
+            role="output",
+            decimals=2,
+            cell=cell,
+            fontsize="small",
+            title="context (6, 2)",
+        )
         diagrams.arrow(ax, att.right_mid, (out.left, out.top - 0.4), rad=-0.3)
         diagrams.fit(ax, *bounds, att, out, margin=0.6)
         return fig
@@ -618,10 +801,18 @@ def causal_row() -> Figure:
         bounds = []
         for k, (name, values, hide, decimals, role) in enumerate(steps):
             y = (len(steps) - 1 - k) * 1.4
-            b = diagrams.matrix(ax, values, (0, y), role=role, decimals=decimals, cell=cell,
-                                fontsize="small", masked=hide,
-                                masked_text="−∞" if k == 2 else "0",
-                                col_labels=list(words) if k == 0 else None)
+            b = diagrams.matrix(
+                ax,
+                values,
+                (0, y),
+                role=role,
+                decimals=decimals,
+                cell=cell,
+                fontsize="small",
+                masked=hide,
+                masked_text="−∞" if k == 2 else "0",
+                col_labels=list(words) if k == 0 else None,
+            )
             diagrams.label(ax, (b.right + 0.3, y + 0.4), name, ha="left", fontsize="medium")
             bounds.append(b)
         diagrams.fit(ax, *bounds, diagrams.Bounds(0, 0, bounds[0].right + 3.4, 7.2))
@@ -646,28 +837,71 @@ def head_split() -> Figure:
             merged = context_vecs.transpose(1, 2).reshape(1, 6, 4)  # (1, 6, 4)
         fig, ax = diagrams.canvas(8.0, 4.4)
         cell = (1.25, 0.7)
-        q = diagrams.matrix(ax, queries[0], (0, 0), role="queries", decimals=2, cell=cell,
-                            fontsize="small", title="queries (1, 6, 4)")
+        q = diagrams.matrix(
+            ax,
+            queries[0],
+            (0, 0),
+            role="queries",
+            decimals=2,
+            cell=cell,
+            fontsize="small",
+            title="queries (1, 6, 4)",
+        )
         heads = []
         for h in range(2):
-            heads.append(diagrams.matrix(ax, split[0][0, h], (8.5 + 3.8 * h, 0), role="queries",
-                                         decimals=2, cell=cell, fontsize="small",
-                                         title=f"head {h + 1}"))
+            heads.append(
+                diagrams.matrix(
+                    ax,
+                    split[0][0, h],
+                    (8.5 + 3.8 * h, 0),
+                    role="queries",
+                    decimals=2,
+                    cell=cell,
+                    fontsize="small",
+                    title=f"head {h + 1}",
+                )
+            )
         outs = []
         for h in range(2):
-            outs.append(diagrams.matrix(ax, context_vecs[0, h], (8.5 + 3.8 * h, -6.6),
-                                        role="output", decimals=2, cell=cell, fontsize="small",
-                                        title=f"head {h + 1}"))
-        m = diagrams.matrix(ax, merged[0], (0, -6.6), role="output", decimals=2, cell=cell,
-                            fontsize="small", title="merged (1, 6, 4)")
+            outs.append(
+                diagrams.matrix(
+                    ax,
+                    context_vecs[0, h],
+                    (8.5 + 3.8 * h, -6.6),
+                    role="output",
+                    decimals=2,
+                    cell=cell,
+                    fontsize="small",
+                    title=f"head {h + 1}",
+                )
+            )
+        m = diagrams.matrix(
+            ax,
+            merged[0],
+            (0, -6.6),
+            role="output",
+            decimals=2,
+            cell=cell,
+            fontsize="small",
+            title="merged (1, 6, 4)",
+        )
         diagrams.arrow(ax, q.right_mid, heads[0].left_mid)
-        diagrams.label(ax, ((q.right + heads[0].left) / 2, 2.6), "view,\ntranspose", fontsize="small")
+        diagrams.label(
+            ax, ((q.right + heads[0].left) / 2, 2.6), "view,\ntranspose", fontsize="small"
+        )
         diagrams.label(ax, (11.0, 5.4), "(1, 2, 6, 2) = (B, H, T, D)")
         for h in range(2):
-            diagrams.arrow(ax, heads[h].bottom_mid, (outs[h].left + 1.25, outs[h].top + 0.6),
-                           "attend" if h == 0 else None, offset=-0.4)
+            diagrams.arrow(
+                ax,
+                heads[h].bottom_mid,
+                (outs[h].left + 1.25, outs[h].top + 0.6),
+                "attend" if h == 0 else None,
+                offset=-0.4,
+            )
         diagrams.arrow(ax, outs[0].left_mid, m.right_mid)
-        diagrams.label(ax, ((m.right + outs[0].left) / 2, -4.2), "transpose,\nreshape", fontsize="small")
+        diagrams.label(
+            ax, ((m.right + outs[0].left) / 2, -4.2), "transpose,\nreshape", fontsize="small"
+        )
         diagrams.fit(ax, q, *heads, *outs, m, diagrams.Bounds(0, -6.6, 16.0, 5.8), margin=0.6)
         return fig
 
@@ -675,7 +909,7 @@ def head_split() -> Figure:
 
 
 def cross_attention_diagram() -> Figure:
-    """Query "short" of sentence 1 attends to ``second_sequence()`` (``CrossAttention``, seed 123)."""
+    """Query "short" of sentence 1 attends to ``second_sequence()`` (CrossAttention, seed 123)."""
 
     def build() -> Figure:
         sentence = examples.life_is_short()
@@ -695,10 +929,14 @@ def cross_attention_diagram() -> Figure:
             y = 8 - j
             diagrams.operator(ax, (10.0, y), f"c{j + 1}", role="keys", size=(1.6, 0.8))
             weight = float(attn_weights[row, j])
-            ax.plot([2.0, 9.2], [7 - row * 1.4, y], color=diagrams.ROLE_COLOURS["weights"],
-                    linewidth=0.5 + 8 * weight, solid_capstyle="round")
-            ax.text(11.0, y, f"{weight:.2f}", ha="left", va="center", color=ink,
-                    fontsize="medium")
+            ax.plot(
+                [2.0, 9.2],
+                [7 - row * 1.4, y],
+                color=diagrams.ROLE_COLOURS["weights"],
+                linewidth=0.5 + 8 * weight,
+                solid_capstyle="round",
+            )
+            ax.text(11.0, y, f"{weight:.2f}", ha="left", va="center", color=ink, fontsize="medium")
         diagrams.label(ax, (1.0, 8.4), "sentence 1 (queries)")
         diagrams.label(ax, (10.0, 9.0), "sequence 2 (keys)")
         diagrams.label(ax, (11.0, 9.0), "            weight", ha="left")
@@ -709,7 +947,7 @@ def cross_attention_diagram() -> Figure:
 
 
 def flash_tiles() -> Figure:
-    """Causal FlashAttention on 6 tokens in 2 x 2 tiles: visit order, skipped tiles, running max/sum."""
+    """Causal FlashAttention in 2 x 2 tiles: visit order, skipped tiles, running max and sum."""
 
     def build() -> Figure:
         words, inputs = examples.your_journey()
@@ -721,23 +959,55 @@ def flash_tiles() -> Figure:
         mask = ~attnlab.causal_mask(6)  # True = masked
         fig, ax = diagrams.canvas(8.0, 4.6)
         cell = (1.3, 0.8)
-        grid = diagrams.matrix(ax, scores, (0, 0), role="weights", decimals=2, cell=cell,
-                               fontsize="small", masked=mask,
-                               masked_text="", row_labels=list(words))
+        grid = diagrams.matrix(
+            ax,
+            scores,
+            (0, 0),
+            role="weights",
+            decimals=2,
+            cell=cell,
+            fontsize="small",
+            masked=mask,
+            masked_text="",
+            row_labels=list(words),
+        )
         ink = diagrams.text_colour()
         order = 0
         for qi in range(3):
             for kj in range(3):
                 x, y = kj * block * cell[0], (2 - qi) * block * cell[1]
-                ax.add_patch(Rectangle((x, y), block * cell[0], block * cell[1], fill=False,
-                                       edgecolor=ink, linewidth=2.0))
+                ax.add_patch(
+                    Rectangle(
+                        (x, y),
+                        block * cell[0],
+                        block * cell[1],
+                        fill=False,
+                        edgecolor=ink,
+                        linewidth=2.0,
+                    )
+                )
                 if kj <= qi:
                     order += 1
-                    ax.text(x + 0.12, y + block * cell[1] - 0.1, str(order), ha="left",
-                            va="top", color=ink, fontsize="x-small", fontweight="bold")
+                    ax.text(
+                        x + 0.12,
+                        y + block * cell[1] - 0.1,
+                        str(order),
+                        ha="left",
+                        va="top",
+                        color=ink,
+                        fontsize="x-small",
+                        fontweight="bold",
+                    )
                 else:
-                    ax.text(x + block * cell[0] / 2, y + block * cell[1] / 2, "skipped",
-                            ha="center", va="center", color=ink, fontsize="small")
+                    ax.text(
+                        x + block * cell[0] / 2,
+                        y + block * cell[1] / 2,
+                        "skipped",
+                        ha="center",
+                        va="center",
+                        color=ink,
+                        fontsize="small",
+                    )
         # running max m and sum l of the last query row ("step") after each key tile
         row = scores[5]
         running_max, running_sum = [], []
@@ -750,10 +1020,18 @@ def flash_tiles() -> Figure:
             running_max.append(m)
             running_sum.append(l_sum)
         stats = torch.tensor([running_max, running_sum])  # (2, 3)
-        s = diagrams.matrix(ax, stats, (9.6, -2.8), role="weights", decimals=2, cell=cell,
-                            fontsize="small", row_labels=["max m", "sum l"],
-                            col_labels=["tile 4", "tile 5", "tile 6"],
-                            title="row 'step', running")
+        s = diagrams.matrix(
+            ax,
+            stats,
+            (9.6, -2.8),
+            role="weights",
+            decimals=2,
+            cell=cell,
+            fontsize="small",
+            row_labels=["max m", "sum l"],
+            col_labels=["tile 4", "tile 5", "tile 6"],
+            title="row 'step', running",
+        )
         diagrams.fit(ax, grid, s, diagrams.Bounds(-1.8, -3.0, 14.0, 5.6), margin=0.3)
         return fig
 

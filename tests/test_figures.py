@@ -13,8 +13,13 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import matplotlib.style
 import pytest
+import yaml
 from mkdocs.exceptions import PluginError
+
+import attnlab
+from attnlab import diagrams, examples
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCS = REPO_ROOT / "docs"
@@ -112,3 +117,93 @@ def test_built_site_has_both_svgs_of_every_figure(built_site: Path) -> None:
             html = (built_site / Path(page).with_suffix("") / "index.html").read_text("utf-8")
             assert re.search(rf'src="[./]*figures/{name}-light\.svg#only-light"', html), page
             assert re.search(rf'src="[./]*figures/{name}-dark\.svg#only-dark"', html), page
+
+
+# Nav sections outside the main line, and the pages of the main line's sections that are
+# not chapters (section indexes, the closing page, and the appendices of the planned nav).
+OFF_MAIN_LINE_SECTIONS = {"Appendices", "Explore", "API reference", "Home", "Notation"}
+NOT_CHAPTERS = {
+    "walkthrough/index.md",
+    "walkthrough/where-next.md",
+    "walkthrough/other-frameworks.md",
+    "walkthrough/errata.md",
+}
+
+
+def main_line_pages() -> list[str]:
+    """The chapters of the main line, read from mkdocs.yml's nav."""
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("", lambda loader, suffix, node: None)
+    nav = yaml.load((REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader)["nav"]
+
+    def pages(entry: object) -> list[str]:
+        if isinstance(entry, str):
+            return [entry]
+        if isinstance(entry, list):
+            return [page for item in entry for page in pages(item)]
+        if isinstance(entry, dict):
+            return [page for value in entry.values() for page in pages(value)]
+        return []
+
+    chapters = []
+    for section in nav:
+        if isinstance(section, dict) and not OFF_MAIN_LINE_SECTIONS & set(section):
+            chapters += [p for p in pages(section) if p.endswith(".md") and p not in NOT_CHAPTERS]
+    return chapters
+
+
+def test_main_line_is_read_from_the_nav() -> None:
+    chapters = main_line_pages()
+    assert "walkthrough/illustrated.md" in chapters
+    assert "transformer/causal-attention.md" in chapters
+    assert "efficient/flash-attention.md" in chapters
+    assert not {"reference.md", "explorer.md", "walkthrough/errata.md"} & set(chapters)
+
+
+@pytest.mark.parametrize("page", main_line_pages())
+def test_every_main_line_chapter_shows_a_diagram_of_the_idea(page: str) -> None:
+    text = (DOCS / page).read_text(encoding="utf-8")
+    shown = {match["name"] for match in hook.FIGURE_REF.finditer(text)}
+    assert shown & hook.DIAGRAMS, (
+        f"{page} shows no conceptual diagram; draw one with attnlab.diagrams, register it in "
+        "hooks/figures.py's FIGURES and DIAGRAMS, and reference it on the page"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(hook.DIAGRAMS))
+def test_diagram_is_drawn_in_the_role_colours(name: str) -> None:
+    svg = hook.render_svg(hook.FIGURES[name], "light").lower()
+    roles = ("input", "queries", "keys", "values", "weights", "output")
+    assert any(diagrams.ROLE_COLOURS[role] in svg for role in roles), name
+
+
+def _cell_texts(name: str) -> list[str]:
+    with matplotlib.style.context("default"):
+        fig = hook.FIGURES[name]()
+    return [text.get_text() for ax in fig.axes for text in ax.texts]
+
+
+def test_illustrated_projections_show_the_examples_numbers() -> None:
+    ex = examples.illustrated()
+    texts = _cell_texts("illustrated-projections")
+    for W in (ex.W_query, ex.W_key, ex.W_value):
+        for tensor in (ex.inputs, W, ex.inputs @ W):
+            cells = [f"{v:.0f}" for v in tensor.flatten().tolist()]
+            assert any(texts[i : i + len(cells)] == cells for i in range(len(texts))), tensor
+
+
+def test_attention_flow_shows_the_journey_context_vector() -> None:
+    inputs = examples.your_journey().inputs
+    context_vec = attnlab.softmax(inputs @ inputs[1]) @ inputs  # (3,)
+    texts = _cell_texts("attention-flow")
+    cells = [f"{v:.2f}" for v in context_vec.tolist()]
+    assert any(texts[i : i + 3] == cells for i in range(len(texts)))
+
+
+def test_causal_row_renormalises_over_the_allowed_keys() -> None:
+    texts = _cell_texts("causal-row")
+    assert texts.count("−∞") == 3
+    assert texts[texts.index("0.380") :][:6] == ["0.380", "0.310", "0.310", "0", "0", "0"]
