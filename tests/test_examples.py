@@ -44,3 +44,15 @@ def test_illustrated_products_match_the_walkthrough() -> None:
     assert (ex.inputs @ ex.W_key).tolist() == [[0, 1, 1], [4, 4, 0], [2, 3, 1]]
     assert (ex.inputs @ ex.W_query).tolist() == [[1, 0, 2], [2, 2, 2], [2, 1, 3]]
     assert (ex.inputs @ ex.W_value).tolist() == [[1, 2, 3], [2, 8, 0], [2, 6, 3]]
+
+
+def test_second_sequence_has_its_own_reproducible_draw() -> None:
+    torch.manual_seed(0)
+    state = torch.get_rng_state()
+    first = examples.second_sequence()
+    assert torch.equal(torch.get_rng_state(), state)  # global random state untouched
+    assert torch.equal(first, examples.second_sequence())
+    assert first.shape == (8, 16)
+    torch.manual_seed(123)
+    W_query = torch.rand(24, 16)  # the weights the tutorial draws under seed 123
+    assert not torch.equal(first, W_query[:8])

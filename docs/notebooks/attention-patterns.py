@@ -25,9 +25,10 @@ from attnlab.plot import plot_attention
 # ## "Your journey starts with one step": no trainable weights
 #
 # The simplest attention uses the inputs themselves as queries and keys, and does not
-# scale the scores. Each token attends most to itself and to the tokens whose embedding
-# points the same way: "journey" and "starts" have almost equal vectors, so they split
-# their attention between each other.
+# scale the scores. A token does not simply attend most to itself: a dot product also
+# grows with a vector's length, so the long vectors of "journey" and "starts" win most
+# rows. Only "Your" and "journey" put their largest weight on themselves; "starts",
+# "with" and "step" look most at "journey", and "one" at "starts".
 
 # %%
 words, inputs = examples.your_journey()

@@ -8,6 +8,7 @@ masks are added to the scores.
 """
 
 from . import examples, ring
+from .additive import AdditiveAttention, additive_attention_scores
 from .backends import BACKENDS, Backend, attend
 from .causal import CausalAttention
 from .flash import flash_attention, flash_visited_blocks
@@ -33,6 +34,7 @@ from .self_attention import SelfAttentionV1, SelfAttentionV2
 
 __all__ = [
     "BACKENDS",
+    "AdditiveAttention",
     "Backend",
     "CausalAttention",
     "CrossAttention",
@@ -43,6 +45,7 @@ __all__ = [
     "RotaryEmbedding",
     "SelfAttentionV1",
     "SelfAttentionV2",
+    "additive_attention_scores",
     "attend",
     "attention_scores",
     "attention_weights",

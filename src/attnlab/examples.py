@@ -194,22 +194,22 @@ def illustrated() -> IllustratedExample:
     return IllustratedExample(("Input 1", "Input 2", "Input 3"), inputs, W_key, W_query, W_value)
 
 
-def second_sequence(num_tokens: int = 8, embed_dim: int = 16, seed: int = 123) -> Tensor:
-    """A second input sequence for cross-attention: ``torch.rand(num_tokens, embed_dim)``, seeded.
+def second_sequence(num_tokens: int = 8, embed_dim: int = 16, seed: int = 456) -> Tensor:
+    """A second input sequence for cross-attention: uniform numbers from its own seeded draw.
 
-    The tutorial draws it unseeded; here it is ``torch.manual_seed(seed)`` followed by
-    ``torch.rand(num_tokens, embed_dim)``, without touching the global random state,
-    so its numbers are the same on every run.
+    The tutorial draws it from PyTorch's global random state, right after the weight
+    matrices seeded with 123, so its numbers depend on which cells ran before. Here it
+    comes from a private generator with its own seed (456, not the weights' 123, so it
+    does not repeat the rows of ``W_query``) and leaves the global random state alone.
 
     Args:
         num_tokens: Length ``S`` of the sequence.
         embed_dim: Width of each token vector.
-        seed: Seed for the draw.
+        seed: Seed of the private generator.
 
     Returns:
         Uniform values in ``[0, 1)``, shape ``(num_tokens, embed_dim)``: ``(8, 16)`` by
         default.
     """
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return torch.rand(num_tokens, embed_dim)
+    generator = torch.Generator().manual_seed(seed)
+    return torch.rand(num_tokens, embed_dim, generator=generator)

@@ -1,0 +1,102 @@
+"""Additive (Bahdanau-style) attention scores: the score function before dot products.
+
+Bahdanau, Cho and Bengio (2015) scored a decoder state ``q`` against every encoder
+state ``k`` with a one-hidden-layer network, ``score(q, k) = v . tanh(q W_q + k W_k)``.
+The rest of attention (softmax over the keys, weighted sum of the values) is the same
+as for dot-product scores, so only the score function lives here.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ._validation import check_floating, check_min_rank, check_positive_int, format_shape
+
+__all__ = ["AdditiveAttention", "additive_attention_scores"]
+
+
+def additive_attention_scores(
+    queries: Tensor, keys: Tensor, W_query: Tensor, W_key: Tensor, w_score: Tensor
+) -> Tensor:
+    """Additive attention scores ``v . tanh(q_i W_query + k_j W_key)`` for every pair.
+
+    Args:
+        queries: Query vectors of width ``E_q``.
+        keys: Key vectors of width ``E_k`` (need not equal ``E_q``).
+        W_query: Projection of the queries into the hidden width ``A``.
+        W_key: Projection of the keys into the same hidden width ``A``.
+        w_score: The vector ``v`` that turns a hidden vector into one score.
+
+    Returns:
+        Scores ``omega[..., i, j]``, one per query and key.
+
+    Shape:
+        queries: ``(N, ..., L, E_q)``; keys: ``(N, ..., S, E_k)``;
+        W_query: ``(E_q, A)``; W_key: ``(E_k, A)``; w_score: ``(A,)``;
+        output ``(N, ..., L, S)``.
+
+    Raises:
+        TypeError: If an argument is not a floating-point tensor.
+        ValueError: If a shape does not match the legend above.
+    """
+    queries = check_floating("queries", queries)
+    keys = check_floating("keys", keys)
+    W_query = check_floating("W_query", W_query)
+    W_key = check_floating("W_key", W_key)
+    w_score = check_floating("w_score", w_score)
+    check_min_rank("queries", queries, 2, "(N, ..., L, E_q)")
+    check_min_rank("keys", keys, 2, "(N, ..., S, E_k)")
+    if w_score.dim() != 1:
+        raise ValueError(f"w_score must have shape (A,); got shape {format_shape(w_score.shape)}")
+    hidden = w_score.shape[0]
+    wanted_q = (queries.shape[-1], hidden)
+    if tuple(W_query.shape) != wanted_q:
+        raise ValueError(
+            f"W_query must have shape (E_q, A) = {format_shape(wanted_q)}; "
+            f"got shape {format_shape(W_query.shape)}"
+        )
+    wanted_k = (keys.shape[-1], hidden)
+    if tuple(W_key.shape) != wanted_k:
+        raise ValueError(
+            f"W_key must have shape (E_k, A) = {format_shape(wanted_k)}; "
+            f"got shape {format_shape(W_key.shape)}"
+        )
+    projected_queries = (queries @ W_query).unsqueeze(-2)  # (N, ..., L, 1, A)
+    projected_keys = (keys @ W_key).unsqueeze(-3)  # (N, ..., 1, S, A)
+    hidden_states = torch.tanh(projected_queries + projected_keys)  # (N, ..., L, S, A)
+    return hidden_states @ w_score  # (N, ..., L, S)
+
+
+class AdditiveAttention(nn.Module):
+    """Trainable additive attention scores, as in Bahdanau et al. (2015).
+
+    Args:
+        query_dim: Width ``E_q`` of the queries.
+        key_dim: Width ``E_k`` of the keys.
+        hidden_dim: Width ``A`` of the hidden layer.
+
+    Shape:
+        queries ``(N, ..., L, E_q)``, keys ``(N, ..., S, E_k)`` -> scores ``(N, ..., L, S)``.
+    """
+
+    def __init__(self, query_dim: int, key_dim: int, hidden_dim: int) -> None:
+        super().__init__()
+        check_positive_int("query_dim", query_dim)
+        check_positive_int("key_dim", key_dim)
+        check_positive_int("hidden_dim", hidden_dim)
+        self.W_query = nn.Parameter(torch.rand(query_dim, hidden_dim))
+        self.W_key = nn.Parameter(torch.rand(key_dim, hidden_dim))
+        self.w_score = nn.Parameter(torch.rand(hidden_dim))
+
+    def forward(self, queries: Tensor, keys: Tensor) -> Tensor:
+        """Score every query against every key.
+
+        Args:
+            queries: ``(N, ..., L, E_q)``.
+            keys: ``(N, ..., S, E_k)``.
+
+        Returns:
+            Scores ``(N, ..., L, S)``.
+        """
+        return additive_attention_scores(queries, keys, self.W_query, self.W_key, self.w_score)
