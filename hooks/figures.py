@@ -1038,6 +1038,58 @@ def flash_tiles() -> Figure:
     return _seeded(789, build)
 
 
+def ring_schedule() -> Figure:
+    """Causal ring attention on 4 ranks: work per rank and step, contiguous vs zig-zag."""
+    from attnlab import diagrams, ring
+
+    fig, ax = diagrams.canvas(8.0, 2.8)
+    bounds = []
+    for x0, layout in ((0.0, "contiguous"), (13.0, "zigzag")):
+        schedule = ring.ring_schedule(4, is_causal=True, layout=layout)
+        work = torch.tensor([[step[r]["work"] for step in schedule] for r in range(4)])
+        chunks = [str(ring.chunk_ids(r, 4, layout)).strip("[]") for r in range(4)]
+        bounds.append(
+            diagrams.matrix(
+                ax,
+                work,
+                (x0, 0.0),
+                role="weights",
+                title=layout,
+                decimals=1,
+                row_labels=[f"rank {r}: chunk {c}" for r, c in enumerate(chunks)],
+                col_labels=[f"s{s}" for s in range(4)],
+                cell=(1.3, 1.0),
+                masked=work == 0,
+            )
+        )
+    diagrams.label(ax, (-5.0, -0.8), "")  # room for the row labels
+    diagrams.fit(ax, *bounds, margin=0.4)
+    ax.set_xlim(-5.5, bounds[1].right + 0.4)
+    return fig
+
+
+def flash_backward_blocks() -> Figure:
+    """The backward pass of one tiny attention: P, dP and dS = P * (dP - D), as numbers."""
+    from attnlab import diagrams
+
+    gen = torch.Generator().manual_seed(0)
+    q, k, v, grad_out = (torch.randn(4, 2, generator=gen) for _ in range(4))
+    weights = torch.softmax(q @ k.T / 2**0.5, dim=-1)  # P, (4, 4)
+    grad_weights = grad_out @ v.T  # dP
+    row_dot = (grad_out * (weights @ v)).sum(-1, keepdim=True)  # D = rowsum(dO * O)
+    grad_scores = weights * (grad_weights - row_dot)  # dS
+    fig, ax = diagrams.canvas(8.0, 2.6)
+    b1 = diagrams.matrix(ax, weights, (0, 0), role="weights", title="P", decimals=2)
+    b2 = diagrams.matrix(ax, grad_weights, (5.5, 0), role="output", title="dP = dO Vᵀ", decimals=2)
+    b3 = diagrams.matrix(ax, row_dot, (11, 0), role="output", title="D", decimals=2)
+    b4 = diagrams.matrix(ax, grad_scores, (13.5, 0), role="weights", title="dS", decimals=2)
+    diagrams.arrow(ax, b3.right_mid, b4.left_mid)
+    diagrams.label(ax, (4.75, 2), "∘")
+    diagrams.label(ax, (10.25, 2), "−")
+    diagrams.fit(ax, b1, b2, b3, b4)
+    return fig
+
+
 FIGURES: dict[str, FigureBuilder] = {
     "embedding": embedding,
     "journey-weights": journey_weights,
@@ -1070,6 +1122,8 @@ FIGURES: dict[str, FigureBuilder] = {
     "head-split": head_split,
     "cross-attention-diagram": cross_attention_diagram,
     "flash-tiles": flash_tiles,
+    "ring-schedule": ring_schedule,
+    "flash-backward-blocks": flash_backward_blocks,
 }
 
 #: The conceptual diagrams (drawn in the role colours of ``attnlab.diagrams``); every

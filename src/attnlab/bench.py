@@ -46,7 +46,17 @@ from typing import Any
 
 import torch
 
-__all__ = ["DEFAULT_RESULTS_PATH", "load_results", "main", "plot_sweep", "run_benchmark"]
+__all__ = [
+    "BACKWARD_RESULTS_PATH",
+    "DEFAULT_RESULTS_PATH",
+    "RING_RESULTS_PATH",
+    "load_results",
+    "main",
+    "plot_sweep",
+    "run_backward_benchmark",
+    "run_benchmark",
+    "run_ring_memory",
+]
 
 DEFAULT_RESULTS_PATH = Path(__file__).resolve().parents[2] / "docs/efficient/benchmark-results.json"
 """Where the recorded results live in a checkout: ``docs/efficient/benchmark-results.json``."""
@@ -438,6 +448,124 @@ def run_benchmark(quick: bool = False, progress: bool = True) -> dict[str, Any]:
     }
 
 
+# ------------------------------------------------------- forward + backward, issue 13
+
+BACKWARD_RESULTS_PATH = DEFAULT_RESULTS_PATH.with_name("backward-results.json")
+"""Where the forward+backward results live: ``docs/efficient/backward-results.json``."""
+
+
+def _backward_worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """One forward+backward configuration, in a fresh child: peak memory, backward time."""
+    import torch.nn.functional as F
+
+    import attnlab
+
+    torch.manual_seed(0)
+    T, H, D, method = spec["T"], spec["heads"], spec["head_dim"], spec["method"]
+    q, k, v = (torch.randn(1, H, T, D, requires_grad=True) for _ in range(3))  # (B, H, T, D)
+    grad_output = torch.randn(1, H, T, D)
+    attend_fn: dict[str, Callable[[], torch.Tensor]] = {
+        "explicit": lambda: attnlab.scaled_dot_product_attention(q, k, v, is_causal=True),
+        "flash": lambda: attnlab.flash_attention(q, k, v, is_causal=True),
+        "sdpa": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+    }
+
+    def forward_backward() -> torch.Tensor:
+        q.grad = k.grad = v.grad = None
+        attend_fn[method]().backward(grad_output)  # type: ignore[no-untyped-call]
+        assert q.grad is not None
+        return q.grad
+
+    timing = _measure(forward_backward, 1, 0.0)  # warm-up, then one measured pass
+    backward_s = []
+    for _ in range(spec["repeats"]):
+        output = attend_fn[method]()
+        start = time.perf_counter()
+        output.backward(grad_output)  # type: ignore[no-untyped-call]
+        backward_s.append(time.perf_counter() - start)
+    return {
+        **spec,
+        "peak_mib": timing["peak_mib"],
+        "memory_method": timing["memory_method"],
+        "backward_ms": statistics.median(backward_s) * 1e3,
+    }
+
+
+def run_backward_benchmark(quick: bool = False) -> dict[str, Any]:
+    """Forward+backward peak extra memory and backward time: explicit, flash and SDPA.
+
+    Causal, batch 1, 4 heads of 64, float32, ``T = 1024 ... 8192`` (``quick``: 128 and
+    256); each configuration in a fresh process, as in the forward benchmark. Peak
+    extra memory is that of one forward+backward pass beyond the inputs and the
+    gradients of the inputs (which the warm-up pass already left allocated).
+    """
+    import multiprocessing
+
+    from attnlab.bench import _backward_worker as worker  # pickled by reference
+
+    sizes = (128, 256) if quick else (1024, 2048, 4096, 8192)
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch", "attnlab"])
+    records = []
+    for T in sizes:
+        for method in ("explicit", "flash", "sdpa"):
+            spec = {"T": T, "heads": 4, "head_dim": 64, "method": method, "repeats": 3}
+            with ctx.Pool(1, maxtasksperchild=1) as pool:
+                records.append(pool.apply(worker, (spec,)))
+    ratios = {}
+    for T in sizes:
+        by = {r["method"]: r for r in records if r["T"] == T}
+        ratios[str(T)] = by["flash"]["backward_ms"] / by["sdpa"]["backward_ms"]
+    return {
+        "machine": platform.machine(),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "note": "recorded on a shared 2-core machine: times are noisy",
+        "results": records,
+        "flash_over_sdpa_backward_time": ratios,
+    }
+
+
+RING_RESULTS_PATH = DEFAULT_RESULTS_PATH.with_name("ring-results.json")
+"""Where the ring attention memory results live: ``docs/efficient/ring-results.json``."""
+
+
+def _ring_rank(rank: int, world_size: int, T: int) -> dict[str, float]:
+    """One rank of the ring measurement: its shard, then its peak extra memory."""
+    from attnlab import ring
+
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (
+        ring.shard(torch.randn(1, 4, T, 64, generator=gen), rank, world_size, "zigzag")
+        for _ in range(3)
+    )  # (B, H, T / P, D) each
+    start = time.perf_counter()
+    extra = ring.peak_extra_bytes(
+        lambda: ring.ring_attention(q, k, v, is_causal=True, layout="zigzag")
+    )
+    return {
+        "peak_mib": extra / MIB,
+        "shard_mib": q.numel() * q.element_size() / MIB,
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def run_ring_memory(T: int = 4096, world_sizes: tuple[int, ...] = (1, 2, 4)) -> dict[str, Any]:
+    """Peak extra memory per rank of causal zig-zag ring attention, ``P`` local processes.
+
+    Batch 1, 4 heads of 64, float32; each rank measures its own peak resident memory
+    during one call (after a warm-up call), beyond its inputs, with
+    [`peak_extra_bytes`][attnlab.ring.peak_extra_bytes].
+    """
+    from attnlab import ring
+
+    runs = []
+    for world_size in world_sizes:
+        ranks = ring.run_local(_ring_rank, world_size, T, timeout_s=300.0)
+        runs.append({"world_size": world_size, "T": T, "ranks": ranks})
+    return {"note": "recorded on a shared 2-core machine", "runs": runs}
+
+
 def main(argv: list[str] | None = None) -> None:
     """Command line: ``python -m attnlab.bench [--quick] [--out PATH]``."""
     parser = argparse.ArgumentParser(prog="python -m attnlab.bench", description=__doc__)
@@ -446,7 +574,24 @@ def main(argv: list[str] | None = None) -> None:
         "--out", type=Path, default=DEFAULT_RESULTS_PATH, help="where to write the JSON"
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--backward",
+        action="store_true",
+        help=f"forward+backward memory and time instead, written to {BACKWARD_RESULTS_PATH.name}",
+    )
+    parser.add_argument(
+        "--ring", action="store_true", help=f"ring attention memory, to {RING_RESULTS_PATH.name}"
+    )
     args = parser.parse_args(argv)
+    if args.ring:
+        RING_RESULTS_PATH.write_text(json.dumps(run_ring_memory(), indent=1) + "\n")
+        print(f"wrote {RING_RESULTS_PATH}")
+        return
+    if args.backward:
+        out = BACKWARD_RESULTS_PATH if args.out == DEFAULT_RESULTS_PATH else args.out
+        out.write_text(json.dumps(run_backward_benchmark(args.quick), indent=1) + "\n")
+        print(f"wrote {out}")
+        return
     results = run_benchmark(quick=args.quick, progress=not args.no_progress)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")

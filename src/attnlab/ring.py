@@ -37,7 +37,6 @@ from torch import Tensor
 from torch.distributed import TCPStore  # type: ignore[attr-defined]
 
 from ._validation import check_attention_args, format_shape
-from .bench import _read_status_kib, _release_free_memory
 from .flash import flash_attention
 
 __all__ = [
@@ -161,7 +160,7 @@ def ring_schedule(
         ``schedule[step][rank]``: a dict with ``source`` (the rank whose keys and values
         are visiting), ``pairs`` (``(query chunk, key chunk, kind)`` for each pair, kind
         ``"full"``, ``"diagonal"`` or ``"skip"``) and ``work`` (the scores computed, in
-        units of one full chunk-by-chunk block; a diagonal block counts a half).
+        units of one full ``(T / P, T / P)`` block; a diagonal block counts a half).
     """
     schedule = []
     for step in range(world_size):
@@ -173,7 +172,8 @@ def ring_schedule(
                 for i in chunk_ids(rank, world_size, layout)
                 for j in chunk_ids(source, world_size, layout)
             ]
-            work = sum({"full": 1.0, "diagonal": 0.5, "skip": 0.0}[kind] for *_, kind in pairs)
+            cost = {"full": 1.0, "diagonal": 0.5, "skip": 0.0}
+            work = sum(cost[kind] for *_, kind in pairs) / len(pairs)
             row.append({"source": source, "pairs": pairs, "work": work})
         schedule.append(row)
     return schedule
@@ -329,6 +329,8 @@ def peak_extra_bytes(run: Callable[[], Tensor]) -> int:
     Raises:
         RuntimeError: ``/proc/self/clear_refs`` is unavailable (not Linux).
     """
+    from .bench import _read_status_kib, _release_free_memory  # not at import: -m bench
+
     run()  # warm-up; its result is freed at once
     _release_free_memory()
     baseline_kib = _read_status_kib("VmRSS") or 0
