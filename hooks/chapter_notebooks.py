@@ -266,9 +266,7 @@ def markdown_to_notebook(
     if title and not any(c.cell_type == "markdown" and c.source.startswith("# ") for c in cells):
         cells.insert(0, nbformat.v4.new_markdown_cell(f"# {title}"))
     if source is not None:
-        first_code = next(
-            (i for i, c in enumerate(cells) if c.cell_type == "code"), len(cells)
-        )
+        first_code = next((i for i, c in enumerate(cells) if c.cell_type == "code"), len(cells))
         at = 1 if cells and cells[0].cell_type == "markdown" else 0
         cells.insert(min(at, first_code), install_cell(source))
     notebook: nbformat.NotebookNode = nbformat.v4.new_notebook(cells=cells)

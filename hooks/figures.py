@@ -1143,6 +1143,8 @@ DIAGRAMS: frozenset[str] = frozenset(
         "head-split",
         "cross-attention-diagram",
         "flash-tiles",
+        "flash-backward-blocks",
+        "ring-schedule",
     }
 )
 

@@ -114,7 +114,10 @@ def test_built_site_has_both_svgs_of_every_figure(built_site: Path) -> None:
             assert svg.is_file(), svg
     for name, pages in references().items():
         for page in pages:
-            html = (built_site / Path(page).with_suffix("") / "index.html").read_text("utf-8")
+            # docs/a/b.md -> a/b/index.html; docs/a/index.md -> a/index.html
+            stem = Path(page).with_suffix("")
+            built = stem.parent if stem.name == "index" else stem
+            html = (built_site / built / "index.html").read_text("utf-8")
             assert re.search(rf'src="[./]*figures/{name}-light\.svg#only-light"', html), page
             assert re.search(rf'src="[./]*figures/{name}-dark\.svg#only-dark"', html), page
 

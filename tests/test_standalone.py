@@ -74,8 +74,18 @@ def build_wheel(tmp_path: Path) -> Path:
         shutil.copy2(REPO_ROOT / name, source / name)
     dist = tmp_path / "dist"
     run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "--quiet", "-w", dist, source],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--quiet",
+            "-w",
+            dist,
+            source,
+        ],
         cwd=tmp_path,
     )
     [wheel] = dist.glob("*.whl")
@@ -125,7 +135,10 @@ def test_a_chapter_notebook_installs_the_wheel_and_runs_outside_the_repository(
     assert venv in installed.parents, installed
     assert REPO_ROOT not in installed.parents
     files = json.loads(
-        run([python, "-c", "import json, attnlab; print(json.dumps(sorted(dir(attnlab))))"],
-            cwd=work, env=env)
+        run(
+            [python, "-c", "import json, attnlab; print(json.dumps(sorted(dir(attnlab))))"],
+            cwd=work,
+            env=env,
+        )
     )
     assert "attention_weights" in files
