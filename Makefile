@@ -38,7 +38,7 @@ test: setup
 	$(PY) -m pytest -n auto --dist loadgroup
 
 bench: setup
-	$(PY) -m attnlab.bench
+	$(PY) -m attnlab.bench --output docs/efficient/benchmark-results.json
 
 lint: setup
 	$(PY) -m ruff check src tests hooks scripts

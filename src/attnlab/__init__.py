@@ -16,7 +16,6 @@ from .functional import (
     attention_scores,
     attention_weights,
     attention_with_weights,
-    causal_mask,
     check_gqa_heads,
     context_vectors,
     repeat_kv_heads,
@@ -26,7 +25,7 @@ from .functional import (
 )
 from .gqa import GroupedQueryAttention
 from .kv_cache import KVCache
-from .masks import mask_from_torch, mask_to_torch, sliding_window_mask
+from .masks import causal_mask, mask_from_torch, mask_to_torch, sliding_window_mask
 from .multihead import CrossAttention, MultiHeadAttention, MultiHeadAttentionWrapper
 from .ring import ring_attention
 from .rotary import RotaryEmbedding, rotate_half

@@ -38,14 +38,35 @@ def check_tensor(name: str, value: object) -> Tensor:
     return value
 
 
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+"""The dtypes attention accepts; float16 and bfloat16 are computed in float32."""
+
+
 def check_floating(name: str, value: object) -> Tensor:
-    """Return ``value`` if it is a floating-point tensor, else raise ``TypeError``."""
+    """Return ``value`` if its dtype is in ``FLOAT_DTYPES``, else raise ``TypeError``."""
     tensor = check_tensor(name, value)
-    if not tensor.is_floating_point():
+    if tensor.dtype not in FLOAT_DTYPES:
         raise TypeError(
-            f"{name} must be a floating-point tensor (float32 or float64); got dtype {tensor.dtype}"
+            f"{name} must be a floating-point tensor (float16, bfloat16, float32 or float64); "
+            f"got dtype {tensor.dtype}"
         )
     return tensor
+
+
+def check_bool(name: str, value: object) -> bool:
+    """Return ``value`` if it is a real ``bool``, else raise ``TypeError`` naming ``name``."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool; got {type(value).__name__}")
+    return value
+
+
+def check_same_device(name: str, tensor: Tensor, reference: Tensor, reference_name: str) -> None:
+    """Raise ``ValueError`` naming both devices unless ``tensor`` is on ``reference``'s."""
+    if tensor.device != reference.device:
+        raise ValueError(
+            f"{name} must be on the device of {reference_name} ({reference.device}); "
+            f"got device {tensor.device}"
+        )
 
 
 def check_min_rank(name: str, tensor: Tensor, min_rank: int, wanted: str) -> None:
@@ -55,6 +76,22 @@ def check_min_rank(name: str, tensor: Tensor, min_rank: int, wanted: str) -> Non
             f"{name} must have shape {wanted} (at least {min_rank} dims); "
             f"got shape {format_shape(tensor.shape)}"
         )
+
+
+def check_module_dtype(name: str, x: Tensor, weight: Tensor) -> None:
+    """Raise ``TypeError`` naming both dtypes unless ``x`` has the module weights' dtype."""
+    if x.dtype != weight.dtype:
+        raise TypeError(
+            f"{name} has dtype {x.dtype} but the module's parameters are {weight.dtype}; "
+            f"convert one to the other (module.to({x.dtype}) or {name}.to({weight.dtype}))"
+        )
+
+
+def check_int(name: str, value: object) -> int:
+    """Return ``value`` if it is an ``int`` (not a bool), else raise ``TypeError``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int; got {type(value).__name__} {value!r}")
+    return value
 
 
 def check_positive_int(name: str, value: object) -> int:
@@ -130,6 +167,9 @@ def check_attention_args(
         raise TypeError(
             f"query, key and value must share one dtype; got {q.dtype}, {k.dtype} and {v.dtype}"
         )
+    check_same_device("key", k, q, "query")
+    check_same_device("value", v, q, "query")
+    check_bool("is_causal", is_causal)
     L, E = q.shape[-2:]
     S = k.shape[-2]
     if k.shape[-1] != E:
@@ -149,7 +189,8 @@ def check_attention_args(
             f"{format_shape(q.shape)}, {format_shape(k.shape)} and {format_shape(v.shape)}"
         )
     if attn_mask is not None:
-        check_mask("attn_mask", attn_mask, (*batch, L, S), q.dtype)
+        mask = check_mask("attn_mask", attn_mask, (*batch, L, S), q.dtype)
+        check_same_device("attn_mask", mask, q, "query")
         if is_causal:
             raise ValueError(
                 "attn_mask and is_causal=True were both given; pass one of them "

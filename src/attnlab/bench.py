@@ -2,7 +2,7 @@
 
 Run it from a checkout (it needs the ``bench`` extra: tqdm, matplotlib, numpy)::
 
-    python -m attnlab.bench            # the full sweep, written to the docs' data file
+    python -m attnlab.bench            # the full sweep, written to ./benchmark-results.json
     python -m attnlab.bench --quick    # tiny sizes, to check that everything runs
 
 What it measures, each configuration in a fresh process (forked from a server that
@@ -59,7 +59,11 @@ __all__ = [
 ]
 
 DEFAULT_RESULTS_PATH = Path(__file__).resolve().parents[2] / "docs/efficient/benchmark-results.json"
-"""Where the recorded results live in a checkout: ``docs/efficient/benchmark-results.json``."""
+"""The recorded results the docs read, in a checkout: ``docs/efficient/benchmark-results.json``.
+
+Only read from (``load_results``); the command line writes to ``--output``, by default
+``benchmark-results.json`` in the current directory, never into the installed package.
+"""
 
 METHODS = ("explicit", "flash", "sdpa", "sdpa_math")
 """The attention methods of the sweep, in the order the tables list them."""
@@ -567,11 +571,16 @@ def run_ring_memory(T: int = 4096, world_sizes: tuple[int, ...] = (1, 2, 4)) -> 
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Command line: ``python -m attnlab.bench [--quick] [--out PATH]``."""
+    """Command line: ``python -m attnlab.bench [--quick] [--output PATH]``."""
     parser = argparse.ArgumentParser(prog="python -m attnlab.bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="tiny sizes, a smoke test")
     parser.add_argument(
-        "--out", type=Path, default=DEFAULT_RESULTS_PATH, help="where to write the JSON"
+        "--output",
+        "--out",
+        dest="out",
+        type=Path,
+        default=Path("benchmark-results.json"),
+        help="where to write the JSON (default: ./benchmark-results.json)",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument(

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from ._validation import check_probability
+from ._validation import check_bool, check_probability
 from .backends import Backend, attend
-from .functional import causal_mask
-from .masks import combine_masks
+from .masks import module_attn_mask
 from .self_attention import SelfAttentionV2, checked_padding_mask
 
 __all__ = ["CausalAttention"]
@@ -60,7 +59,7 @@ class CausalAttention(SelfAttentionV2):
     ) -> None:
         super().__init__(d_in, d_out, qkv_bias, backend=backend)
         self.dropout = check_probability("dropout", dropout)
-        self.causal = bool(causal)
+        self.causal = check_bool("causal", causal)
 
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
         """Attend causally over the tokens of ``x``.
@@ -81,22 +80,22 @@ class CausalAttention(SelfAttentionV2):
             x: ``(T, d_in)`` or ``(B, T, d_in)``; key_padding_mask: ``(T,)`` or
             ``(B, T)``; output: ``(T, d_out)`` or ``(B, T, d_out)``.
         """
-        padding = checked_padding_mask(x, self.d_in, key_padding_mask)  # (..., 1, T) or None
+        # (..., 1, T) or None
+        padding = checked_padding_mask(x, self.d_in, key_padding_mask, self.W_query.weight)
         queries, keys, values = self.project(x)  # (..., T, d_out) each
         dropout_p = self.dropout if self.training else 0.0
-        if padding is None:
-            return attend(
-                queries,
-                keys,
-                values,
-                dropout_p=dropout_p,
-                is_causal=self.causal,
-                backend=self.backend,
-            )  # (..., T, d_out)
-        allowed = causal_mask(x.shape[-2], device=x.device) if self.causal else None  # (T, T)
-        attn_mask = combine_masks(allowed, padding, dtype=x.dtype)  # (..., T, T)
+        T = x.shape[-2]
+        attn_mask, is_causal = module_attn_mask(
+            T, T, self.causal, padding, None, num_heads_dims=0, dtype=x.dtype, device=x.device
+        )  # (..., T, T) or None
         return attend(
-            queries, keys, values, attn_mask=attn_mask, dropout_p=dropout_p, backend=self.backend
+            queries,
+            keys,
+            values,
+            attn_mask=attn_mask,
+            dropout_p=dropout_p,
+            is_causal=is_causal,
+            backend=self.backend,
         )  # (..., T, d_out)
 
     def extra_repr(self) -> str:

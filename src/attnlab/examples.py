@@ -17,6 +17,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
+from ._validation import check_int, check_positive_int
+
 __all__ = [
     "EmbeddedSentence",
     "IllustratedExample",
@@ -134,6 +136,8 @@ def build_vocab(text: str) -> dict[str, int]:
     Returns:
         A dict from token to id ``0, 1, ...``.
     """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str; got {type(text).__name__}")
     return {token: i for i, token in enumerate(sorted(set(text.replace(",", "").split())))}
 
 
@@ -170,6 +174,8 @@ def life_is_short(embed_dim: int = 16, seed: int = 123) -> EmbeddedSentence:
     Returns:
         The embedded sentence; ``inputs`` has shape ``(6, embed_dim)``.
     """
+    check_positive_int("embed_dim", embed_dim)
+    check_int("seed", seed)
     text = "Life is short, eat dessert first"
     vocab = build_vocab(text)
     token_ids = tokenize(text, vocab)
@@ -211,5 +217,8 @@ def second_sequence(num_tokens: int = 8, embed_dim: int = 16, seed: int = 456) -
         Uniform values in ``[0, 1)``, shape ``(num_tokens, embed_dim)``: ``(8, 16)`` by
         default.
     """
+    check_positive_int("num_tokens", num_tokens)
+    check_positive_int("embed_dim", embed_dim)
+    check_int("seed", seed)
     generator = torch.Generator().manual_seed(seed)
     return torch.rand(num_tokens, embed_dim, generator=generator)

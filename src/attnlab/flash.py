@@ -37,8 +37,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._validation import check_attention_args, check_positive_int
+from ._validation import check_attention_args, check_bool, check_positive_int
 from .functional import check_gqa_heads
+from .masks import apply_mask
 
 __all__ = ["flash_attention", "flash_visited_blocks"]
 
@@ -160,6 +161,8 @@ def flash_attention(
     # with enable_gqa, one key/value head stands in for all in the checks: no copies
     key_c, value_c = (key.narrow(-3, 0, 1), value.narrow(-3, 0, 1)) if enable_gqa else (key, value)
     batch = check_attention_args(query, key_c, value_c, attn_mask, dropout_p, is_causal, scale)
+    check_bool("return_lse", return_lse)
+    dtype = query.dtype
     block_q, block_k = _check_block_size(block_size)
     if window is not None:
         check_positive_int("window", window)
@@ -174,6 +177,11 @@ def flash_attention(
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
     kv_batch = (*batch[:-1], batch[-1] // group) if enable_gqa else batch
     n = math.prod(kv_batch)
+    # float16/bfloat16: scores, softmax and accumulation in float32, as PyTorch's kernels
+    compute = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    query, key, value = query.to(compute), key.to(compute), value.to(compute)
+    if attn_mask is not None and attn_mask.dtype != torch.bool:
+        attn_mask = attn_mask.to(compute)
     # (N, ..., H, L, E) -> (n, group, L, E): query head h = kv head * group + g;
     # key and value (N, ..., Hkv, S, E) -> (n, S, E): one flat batch dim
     q = query.expand(*batch, L, E).reshape(n, group, L, E)
@@ -193,7 +201,9 @@ def flash_attention(
     for g in range(group):  # each query head of a group against the shared kv head
         mask_g = None if mask is None else (mask[..., g, :, :] if enable_gqa else mask)
         q_g = q[:, g]  # (n, L, E)
-        if n == 0 or L == 0 or S == 0:
+        if q.is_meta:  # shapes only: nothing to compute
+            output, lse = q.new_empty(n, L, Ev), q.new_empty(n, L)
+        elif n == 0 or L == 0 or S == 0:
             output, lse = q.new_zeros(n, L, Ev), q.new_full((n, L), float("-inf"))
         elif mask_g is None and dropout_p == 0.0 and not needs_grad and window is None:
             output, lse = _flash_fast(q_g, k, v, is_causal, scale, block_q, block_k)
@@ -209,7 +219,7 @@ def flash_attention(
         lses.append(lse)
     if group > 1:  # group x (n, L, Ev) -> (n, group, L, Ev); lse: (n, group, L)
         output, lse = torch.stack(outputs, dim=1), torch.stack(lses, dim=1)
-    output = output.reshape(*batch, L, Ev)  # -> (N, ..., L, Ev)
+    output = output.reshape(*batch, L, Ev).to(dtype)  # -> (N, ..., L, Ev)
     if return_lse:
         return output, lse.reshape(*batch, L)  # (n, L) -> (N, ..., L)
     return output
@@ -310,10 +320,7 @@ def _block_scores(
     elif mask is not None:
         # (N, ..., Bq, Bk) -> (n, Bq, Bk): a copy of one block only
         mask_block = mask[..., i0:i1, j0:j1].reshape(n, i1 - i0, j1 - j0)
-        if mask_block.dtype == torch.bool:
-            attn_scores = attn_scores.masked_fill(~mask_block, float("-inf"))
-        else:
-            attn_scores = attn_scores + mask_block
+        attn_scores = apply_mask(attn_scores, mask_block)
     return attn_scores
 
 

@@ -25,18 +25,21 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ._validation import (
+    broadcast_shape,
     check_attention_args,
     check_floating,
+    check_int,
     check_min_rank,
-    check_positive_int,
+    check_same_device,
     format_shape,
 )
+from .masks import apply_mask, causal_mask
 
 __all__ = [
     "attention_scores",
     "attention_weights",
     "attention_with_weights",
-    "causal_mask",
+    "causal_mask",  # defined in masks.py, re-exported for ``from attnlab.functional import``
     "check_gqa_heads",
     "context_vectors",
     "repeat_kv_heads",
@@ -62,7 +65,7 @@ def softmax_naive(x: Tensor, dim: int = -1) -> Tensor:
     Shape:
         x: ``(*)``; output: ``(*)``.
     """
-    x = check_floating("x", x)
+    x = _check_softmax_args(x, dim)
     exp_x = torch.exp(x)
     return exp_x / exp_x.sum(dim=dim, keepdim=True)
 
@@ -86,7 +89,7 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
     Shape:
         x: ``(*)``; output: ``(*)``.
     """
-    x = check_floating("x", x)
+    x = _check_softmax_args(x, dim)
     if x.shape[dim] == 0:  # nothing to normalise (no keys): an empty result, as torch gives
         return x.clone()
     x_max = x.amax(dim=dim, keepdim=True)
@@ -94,29 +97,6 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
     exp_x = torch.exp(x - x_max)
     total = exp_x.sum(dim=dim, keepdim=True)
     return exp_x / torch.where(total == 0, torch.ones_like(total), total)
-
-
-def causal_mask(L: int, S: int | None = None, device: torch.device | str | None = None) -> Tensor:
-    """Boolean causal mask, ``True`` where query ``i`` may attend to key ``j <= i``.
-
-    Aligned top-left, as ``is_causal=True`` in PyTorch's SDPA: with ``L < S`` the last
-    keys are hidden from every query; with ``L > S`` every query sees at least key 0.
-
-    Args:
-        L: Number of queries.
-        S: Number of keys; defaults to ``L``.
-        device: Where to create the mask.
-
-    Returns:
-        A lower-triangular bool tensor.
-
-    Shape:
-        output: ``(L, S)``.
-    """
-    S = L if S is None else S
-    check_positive_int("L", L)
-    check_positive_int("S", S)
-    return torch.ones(L, S, dtype=torch.bool, device=device).tril()
 
 
 def attention_scores(queries: Tensor, keys: Tensor) -> Tensor:
@@ -144,6 +124,7 @@ def attention_scores(queries: Tensor, keys: Tensor) -> Tensor:
             f"keys must have shape (N, ..., S, E) with E = {queries.shape[-1]} to match "
             f"queries; got shape {format_shape(keys.shape)}"
         )
+    _check_pair("queries", queries, "keys", keys, "(N, ..., S, E)")
     return queries @ keys.transpose(-2, -1)
 
 
@@ -175,7 +156,7 @@ def attention_weights(
         query: ``(N, ..., L, E)``; key: ``(N, ..., S, E)``; output: ``(N, ..., L, S)``.
     """
     check_attention_args(query, key, key, attn_mask, 0.0, is_causal, scale)
-    return _masked_softmax(query, key, attn_mask, is_causal, scale)
+    return _masked_softmax(query, key, attn_mask, is_causal, scale).to(query.dtype)
 
 
 def context_vectors(attn_weights: Tensor, values: Tensor) -> Tensor:
@@ -201,6 +182,7 @@ def context_vectors(attn_weights: Tensor, values: Tensor) -> Tensor:
             f"values must have shape (N, ..., S, Ev) with S = {attn_weights.shape[-1]} "
             f"to match attn_weights; got shape {format_shape(values.shape)}"
         )
+    _check_pair("attn_weights", attn_weights, "values", values, "(N, ..., S, Ev)")
     return attn_weights @ values
 
 
@@ -238,10 +220,11 @@ def attention_with_weights(
         output: ``(N, ..., L, Ev)``; attn_weights: ``(N, ..., L, S)``.
     """
     check_attention_args(query, key, value, attn_mask, dropout_p, is_causal, scale)
-    weights = _masked_softmax(query, key, attn_mask, is_causal, scale)
+    attn_weights = _masked_softmax(query, key, attn_mask, is_causal, scale)  # (N, ..., L, S)
     if dropout_p > 0.0:
-        weights = F.dropout(weights, p=dropout_p, training=True)
-    return weights @ value, weights
+        attn_weights = F.dropout(attn_weights, p=dropout_p, training=True)
+    context_vecs = context_vectors(attn_weights, value.to(attn_weights.dtype))  # (N, ..., L, Ev)
+    return context_vecs.to(query.dtype), attn_weights.to(query.dtype)
 
 
 def check_gqa_heads(query: object, key: object, value: object) -> int:
@@ -352,6 +335,40 @@ def scaled_dot_product_attention(
     return output
 
 
+def _check_softmax_args(x: object, dim: object) -> Tensor:
+    """Check softmax's input (a floating tensor with at least one dim) and its ``dim``."""
+    tensor = check_floating("x", x)
+    dim = check_int("dim", dim)
+    if tensor.dim() == 0:
+        raise ValueError("x must have at least one dim to normalise along; got a 0-d tensor")
+    if not -tensor.dim() <= dim < tensor.dim():
+        raise ValueError(
+            f"dim must be in [{-tensor.dim()}, {tensor.dim() - 1}] for x of shape "
+            f"{format_shape(tensor.shape)}; got {dim}"
+        )
+    return tensor
+
+
+def _check_pair(first_name: str, first: Tensor, name: str, tensor: Tensor, wanted: str) -> None:
+    """Check that ``tensor`` shares ``first``'s dtype and device and broadcasts with its batch."""
+    if tensor.dtype != first.dtype:
+        raise TypeError(
+            f"{first_name} and {name} must share one dtype; got {first.dtype} and {tensor.dtype}"
+        )
+    check_same_device(name, tensor, first, first_name)
+    if broadcast_shape(first.shape[:-2], tensor.shape[:-2]) is None:
+        raise ValueError(
+            f"{name} must have shape {wanted} with batch dims that broadcast with "
+            f"{first_name}'s {format_shape(first.shape[:-2])}; "
+            f"got shape {format_shape(tensor.shape)}"
+        )
+
+
+def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype of scores, softmax and sums: float32 for half input, as PyTorch's kernels."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
 def _masked_softmax(
     query: Tensor,
     key: Tensor,
@@ -359,14 +376,18 @@ def _masked_softmax(
     is_causal: bool,
     scale: float | None,
 ) -> Tensor:
-    """Scale, mask and normalise the scores; arguments already checked."""
+    """Scale, mask and normalise the scores (in ``_compute_dtype``); arguments already checked.
+
+    PyTorch's reference, ``attn_weight = softmax(query @ key.T * scale + attn_bias)``,
+    composed of the public pieces.
+    """
+    compute = _compute_dtype(query.dtype)
+    query, key = query.to(compute), key.to(compute)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = (query @ key.transpose(-2, -1)) * scale  # (N, ..., L, S)
-    if is_causal:
-        allowed = causal_mask(query.shape[-2], key.shape[-2], device=query.device)
-        scores = scores.masked_fill(~allowed, float("-inf"))
-    elif attn_mask is not None and attn_mask.dtype == torch.bool:
-        scores = scores.masked_fill(~attn_mask, float("-inf"))
-    elif attn_mask is not None:
-        scores = scores + attn_mask
-    return softmax(scores, dim=-1)
+    attn_scores = attention_scores(query, key) * scale  # (N, ..., L, S)
+    L, S = query.shape[-2], key.shape[-2]
+    if is_causal and L > 0 and S > 0:
+        attn_mask = causal_mask(L, S, device=query.device)  # (L, S)
+    elif attn_mask is not None and attn_mask.dtype != torch.bool:
+        attn_mask = attn_mask.to(compute)
+    return softmax(apply_mask(attn_scores, attn_mask), dim=-1)

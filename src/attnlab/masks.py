@@ -1,4 +1,8 @@
-"""Mask helpers: padding, combining masks, and translating PyTorch's module masks.
+"""Masks: the one home of every mask and of the rule that applies one to scores.
+
+The causal mask, key padding, combining masks, merging a module call's masks, the rule
+"a bool mask becomes ``-inf``, a float mask is added" and translating PyTorch's module
+masks all live here; the functional path, flash attention and the modules use them.
 
 The package has one mask convention, that of PyTorch's
 ``scaled_dot_product_attention``: a boolean mask's ``True`` means *may attend*, a float
@@ -20,12 +24,62 @@ from torch import Tensor
 from ._validation import check_positive_int, check_tensor
 
 __all__ = [
+    "apply_mask",
+    "causal_mask",
     "combine_masks",
     "mask_from_torch",
     "mask_to_torch",
+    "module_attn_mask",
     "padding_to_attn_mask",
     "sliding_window_mask",
 ]
+
+
+def causal_mask(L: int, S: int | None = None, device: torch.device | str | None = None) -> Tensor:
+    """Boolean causal mask, ``True`` where query ``i`` may attend to key ``j <= i``.
+
+    Aligned top-left, as ``is_causal=True`` in PyTorch's SDPA: with ``L < S`` the last
+    keys are hidden from every query; with ``L > S`` every query sees at least key 0.
+
+    Args:
+        L: Number of queries.
+        S: Number of keys; defaults to ``L``.
+        device: Where to create the mask.
+
+    Returns:
+        A lower-triangular bool tensor.
+
+    Shape:
+        output: ``(L, S)``.
+    """
+    S = L if S is None else S
+    check_positive_int("L", L)
+    check_positive_int("S", S)
+    return torch.ones(L, S, dtype=torch.bool, device=device).tril()
+
+
+def apply_mask(attn_scores: Tensor, attn_mask: Tensor | None) -> Tensor:
+    """Apply a mask to scaled scores: bool ``False`` becomes ``-inf``, a float mask is added.
+
+    The one place this rule is written; the explicit path, flash attention's blocks and
+    [`combine_masks`][attnlab.masks.combine_masks] all use it.
+
+    Args:
+        attn_scores: Scaled attention scores.
+        attn_mask: ``None`` (scores returned as they are), bool (``True`` = may attend)
+            or float (added), broadcastable to the scores.
+
+    Returns:
+        The masked scores.
+
+    Shape:
+        attn_scores: ``(N, ..., L, S)``; attn_mask: broadcastable to it; output: ``(N, ..., L, S)``.
+    """
+    if attn_mask is None:
+        return attn_scores
+    if attn_mask.dtype == torch.bool:
+        return attn_scores.masked_fill(~attn_mask, float("-inf"))
+    return attn_scores + attn_mask
 
 
 def mask_from_torch(mask: Tensor) -> Tensor:
@@ -121,13 +175,57 @@ def combine_masks(*masks: Tensor | None, dtype: torch.dtype = torch.float32) -> 
         return combined
     total: Tensor | None = None
     for mask in given:
-        if mask.dtype == torch.bool:
-            additive = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
-            additive = additive.masked_fill(~mask, float("-inf"))
-        else:
-            additive = mask.to(dtype)
+        zeros = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
+        additive = apply_mask(zeros, mask if mask.dtype == torch.bool else mask.to(dtype))
         total = additive if total is None else total + additive
     return total
+
+
+def module_attn_mask(
+    L: int,
+    S: int,
+    causal: bool,
+    attn_mask: Tensor | None,
+    key_padding_mask: Tensor | None,
+    *,
+    num_heads_dims: int,
+    dtype: torch.dtype,
+    device: torch.device,
+) -> tuple[Tensor | None, bool]:
+    """Merge a module call's causal flag, ``attn_mask`` and key padding into one mask.
+
+    With no mask tensor the causal flag is passed on as SDPA's ``is_causal`` (no mask is
+    built); otherwise the causal mask (when ``causal``), ``attn_mask`` and the padding
+    (reshaped by [`padding_to_attn_mask`][attnlab.masks.padding_to_attn_mask]) are
+    combined by [`combine_masks`][attnlab.masks.combine_masks]. The masks are already
+    checked by the caller.
+
+    Args:
+        L: Number of queries.
+        S: Number of keys.
+        causal: The module's causal flag.
+        attn_mask: Optional mask broadcastable to the scores.
+        key_padding_mask: Optional, one entry per key: bool ``True`` = real token, or float.
+        num_heads_dims: Head axes between batch and ``(L, S)``: 0 single head, 1 multi-head.
+        dtype: The float dtype of a combined mask that involves a float mask.
+        device: Where to build the causal mask.
+
+    Returns:
+        ``(attn_mask, is_causal)`` to pass to [`attend`][attnlab.attend].
+
+    Shape:
+        attn_mask: broadcastable to ``(..., L, S)``; key_padding_mask: ``(..., S)``;
+        output mask: broadcastable to ``(..., L, S)``.
+    """
+    if attn_mask is None and key_padding_mask is None:
+        return None, causal
+    padding = None
+    if key_padding_mask is not None:
+        # (..., S) -> (..., 1, S) or (..., 1, 1, S): the same keys hidden from every query
+        padding = padding_to_attn_mask(key_padding_mask, num_heads_dims=num_heads_dims)
+    # (L, S); an empty sequence needs no causal mask (nothing to hide)
+    allowed = causal_mask(L, S, device=device) if causal and L > 0 and S > 0 else None
+    return combine_masks(allowed, attn_mask, padding, dtype=dtype), False
 
 
 def sliding_window_mask(

@@ -25,17 +25,20 @@ import torch
 from torch import Tensor, nn
 
 from ._validation import (
+    check_bool,
     check_features,
     check_key_padding_mask,
     check_mask,
+    check_module_dtype,
     check_positive_int,
     check_probability,
+    check_same_device,
     format_shape,
 )
 from .backends import Backend, attend, check_backend
 from .causal import CausalAttention
-from .functional import attention_with_weights, causal_mask
-from .masks import combine_masks, padding_to_attn_mask
+from .functional import attention_with_weights
+from .masks import module_attn_mask
 
 __all__ = ["CrossAttention", "MultiHeadAttention", "MultiHeadAttentionWrapper"]
 
@@ -92,7 +95,7 @@ class MultiHeadAttentionWrapper(nn.Module):
         self.d_out = d_out
         self.num_heads = num_heads
         self.dropout = check_probability("dropout", dropout)
-        self.causal = bool(causal)
+        self.causal = check_bool("causal", causal)
         self.backend = check_backend(backend)
         self.heads = nn.ModuleList(
             CausalAttention(d_in, self.head_dim, dropout, qkv_bias, causal=causal, backend=backend)
@@ -189,12 +192,12 @@ class MultiHeadAttention(nn.Module):
         self.kdim = d_in if kdim is None else check_positive_int("kdim", kdim)
         self.vdim = self.kdim if vdim is None else check_positive_int("vdim", vdim)
         self.dropout = check_probability("dropout", dropout)
-        self.causal = bool(causal)
+        self.causal = check_bool("causal", causal)
         self.backend = check_backend(backend)
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_query = nn.Linear(d_in, d_out, bias=check_bool("qkv_bias", qkv_bias))
         self.W_key = nn.Linear(self.kdim, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(self.vdim, d_out, bias=qkv_bias)
-        self.out_proj = nn.Linear(d_out, d_out, bias=out_bias)
+        self.out_proj = nn.Linear(d_out, d_out, bias=check_bool("out_bias", out_bias))
         self.torch_batch_first = True
         """The layout ``to_torch`` gives by default (``from_torch`` records the source's)."""
 
@@ -237,39 +240,127 @@ class MultiHeadAttention(nn.Module):
         key = query if key is None else key
         value = key if value is None else value
         batch, L, S = self._check_inputs(query, key, value)
-        H, D = self.num_heads, self.head_dim
+        H = self.num_heads
         if attn_mask is not None:
-            check_mask("attn_mask", attn_mask, (*batch, H, L, S), query.dtype)
+            checked = check_mask("attn_mask", attn_mask, (*batch, H, L, S), query.dtype)
+            check_same_device("attn_mask", checked, query, "query")
         if key_padding_mask is not None:
-            check_key_padding_mask(key_padding_mask, batch, S, query.dtype)
-        if not isinstance(need_weights, bool):
-            raise TypeError(f"need_weights must be a bool; got {type(need_weights).__name__}")
+            padding = check_key_padding_mask(key_padding_mask, batch, S, query.dtype)
+            check_same_device("key_padding_mask", padding, query, "query")
+        check_bool("need_weights", need_weights)
 
-        mask, is_causal = self._merge_masks(attn_mask, key_padding_mask, L, S, query)
-        # (B, L, d_in) -> (B, L, d_out) -> (B, L, H, D) -> (B, H, L, D)
-        queries = self.W_query(query).view(*batch, L, H, D).transpose(-3, -2)
-        # (B, S, kdim) -> (B, S, d_out) -> (B, S, H, D) -> (B, H, S, D)
-        keys = self.W_key(key).view(*batch, S, H, D).transpose(-3, -2)
-        # (B, S, vdim) -> (B, S, d_out) -> (B, S, H, D) -> (B, H, S, D)
-        values = self.W_value(value).view(*batch, S, H, D).transpose(-3, -2)
-
-        dropout_p = self.dropout if self.training else 0.0
-        if need_weights:
-            context_vecs, attn_weights = attention_with_weights(
-                queries, keys, values, mask, dropout_p, is_causal
-            )  # (B, H, L, D), (B, H, L, S)
-        else:
-            context_vecs = attend(
-                queries, keys, values, mask, dropout_p, is_causal, backend=self.backend
-            )  # (B, H, L, D)
-        # (B, H, L, D) -> (B, L, H, D) -> (B, L, d_out)
-        context_vecs = context_vecs.transpose(-3, -2).reshape(*batch, L, self.d_out)
-        output: Tensor = self.out_proj(context_vecs)  # (B, L, d_out)
-        if not need_weights:
+        check_bool("average_attn_weights", average_attn_weights)
+        mask, is_causal = module_attn_mask(
+            L,
+            S,
+            self.causal,
+            attn_mask,
+            key_padding_mask,
+            num_heads_dims=1,
+            dtype=query.dtype,
+            device=query.device,
+        )  # broadcastable to (B, H, L, S), or None
+        queries = self.split_heads(self.W_query(query))  # (B, L, d_in) -> (B, H, L, D)
+        keys = self.split_heads(self.W_key(key))  # (B, S, kdim) -> (B, H, S, D)
+        values = self.split_heads(self.W_value(value))  # (B, S, vdim) -> (B, H, S, D)
+        queries, keys = self.position_queries_keys(queries, keys)
+        context_vecs, attn_weights = self.attend_heads(
+            queries, keys, values, mask, is_causal, need_weights
+        )  # (B, H, L, D), (B, H, L, S) or None
+        output: Tensor = self.out_proj(self.merge_heads(context_vecs))  # (B, L, d_out)
+        if attn_weights is None:
             return output
         if average_attn_weights:
             attn_weights = attn_weights.mean(dim=-3)  # (B, H, L, S) -> (B, L, S)
         return output, attn_weights
+
+    def split_heads(self, x: Tensor) -> Tensor:
+        """Split a projection's width into heads of ``head_dim`` and move heads forward.
+
+        Works for any number of heads (``width // head_dim``), so a variant with fewer
+        key/value heads than query heads uses it too.
+
+        Args:
+            x: A projected sequence.
+
+        Returns:
+            The same numbers, one ``(T, D)`` slice per head.
+
+        Shape:
+            x: ``(B, T, H * D)``; output: ``(B, H, T, D)`` (drop ``B`` for unbatched).
+        """
+        # (B, T, H * D) -> (B, T, H, D) -> (B, H, T, D)
+        num_heads = x.shape[-1] // self.head_dim
+        return x.view(*x.shape[:-1], num_heads, self.head_dim).transpose(-3, -2)
+
+    def merge_heads(self, x: Tensor) -> Tensor:
+        """Undo [`split_heads`][attnlab.MultiHeadAttention.split_heads]: heads side by side.
+
+        Args:
+            x: Per-head context vectors.
+
+        Returns:
+            The heads concatenated along the width.
+
+        Shape:
+            x: ``(B, H, T, D)``; output: ``(B, T, H * D)``.
+        """
+        return x.transpose(-3, -2).flatten(-2)  # (B, H, T, D) -> (B, T, H, D) -> (B, T, H * D)
+
+    def position_queries_keys(self, queries: Tensor, keys: Tensor) -> tuple[Tensor, Tensor]:
+        """Where positions enter queries and keys (e.g. rotary embeddings); here none do.
+
+        A subclass that encodes positions in the queries and keys overrides this; plain
+        multi-head attention returns them unchanged.
+
+        Args:
+            queries: Per-head queries.
+            keys: Per-head keys.
+
+        Returns:
+            ``(queries, keys)``, transformed by position.
+
+        Shape:
+            queries: ``(B, H, L, D)``; keys: ``(B, H_kv, S, D)``; outputs: the same.
+        """
+        return queries, keys
+
+    def attend_heads(
+        self,
+        queries: Tensor,
+        keys: Tensor,
+        values: Tensor,
+        attn_mask: Tensor | None,
+        is_causal: bool,
+        need_weights: bool,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Attention in every head at once, through the module's backend.
+
+        With ``need_weights`` the explicit path computes the weights too, whatever the
+        backend. Dropout acts in training only.
+
+        Args:
+            queries: Per-head queries.
+            keys: Per-head keys.
+            values: Per-head values.
+            attn_mask: A merged mask, or ``None``.
+            is_causal: SDPA's causal flag (only without ``attn_mask``).
+            need_weights: Also return the per-head attention weights.
+
+        Returns:
+            ``(context_vecs, attn_weights)``; the weights are ``None`` unless asked for.
+
+        Shape:
+            queries: ``(B, H, L, D)``; keys, values: ``(B, H, S, D)``;
+            context_vecs: ``(B, H, L, D)``; attn_weights: ``(B, H, L, S)``.
+        """
+        dropout_p = self.dropout if self.training else 0.0
+        if need_weights:
+            return attention_with_weights(queries, keys, values, attn_mask, dropout_p, is_causal)
+        context_vecs = attend(
+            queries, keys, values, attn_mask, dropout_p, is_causal, backend=self.backend
+        )  # (B, H, L, D)
+        return context_vecs, None
 
     def _check_inputs(
         self, query: object, key: object, value: object
@@ -295,25 +386,10 @@ class MultiHeadAttention(nn.Module):
             raise TypeError(
                 f"query, key and value must share one dtype; got {q.dtype}, {k.dtype} and {v.dtype}"
             )
+        check_module_dtype("query", q, self.W_query.weight)
+        check_same_device("key", k, q, "query")
+        check_same_device("value", v, q, "query")
         return batch, q.shape[-2], k.shape[-2]
-
-    def _merge_masks(
-        self,
-        attn_mask: Tensor | None,
-        key_padding_mask: Tensor | None,
-        L: int,
-        S: int,
-        query: Tensor,
-    ) -> tuple[Tensor | None, bool]:
-        """One mask from the causal flag, ``attn_mask`` and padding; or ``is_causal``."""
-        if attn_mask is None and key_padding_mask is None:
-            return None, self.causal  # SDPA's is_causal: no mask tensor needed
-        padding = None
-        if key_padding_mask is not None:
-            # (B, S) -> (B, 1, 1, S): the same keys hidden from every head and query
-            padding = padding_to_attn_mask(key_padding_mask, num_heads_dims=1)
-        allowed = causal_mask(L, S, device=query.device) if self.causal else None  # (L, S)
-        return combine_masks(allowed, attn_mask, padding, dtype=query.dtype), False
 
     @staticmethod
     def from_wrapper(wrapper: MultiHeadAttentionWrapper) -> MultiHeadAttention:
@@ -329,35 +405,9 @@ class MultiHeadAttention(nn.Module):
         Returns:
             A new ``MultiHeadAttention`` with copies of the wrapper's weights.
         """
-        if not isinstance(wrapper, MultiHeadAttentionWrapper):
-            raise TypeError(
-                f"wrapper must be a MultiHeadAttentionWrapper; got {type(wrapper).__name__}"
-            )
-        heads = [head for head in wrapper.heads if isinstance(head, CausalAttention)]
-        qkv_bias = heads[0].W_query.bias is not None
-        module = MultiHeadAttention(
-            wrapper.d_in,
-            wrapper.d_out,
-            wrapper.num_heads,
-            wrapper.dropout,
-            qkv_bias,
-            wrapper.causal,
-            out_bias=False,
-            backend=wrapper.backend,
-        )
-        weight = heads[0].W_query.weight
-        module.to(device=weight.device, dtype=weight.dtype)
-        with torch.no_grad():
-            for name in ("W_query", "W_key", "W_value"):
-                fused: nn.Linear = getattr(module, name)
-                parts = [getattr(head, name) for head in heads]
-                # H weights of (D, d_in) -> (H * D, d_in) = (d_out, d_in)
-                fused.weight.copy_(torch.cat([part.weight for part in parts]))
-                if fused.bias is not None:
-                    fused.bias.copy_(torch.cat([part.bias for part in parts]))
-            module.out_proj.weight.copy_(torch.eye(wrapper.d_out))
-        module.train(wrapper.training)
-        return module
+        from .interop import mha_from_wrapper
+
+        return mha_from_wrapper(wrapper)
 
     @staticmethod
     def from_torch(
@@ -390,51 +440,9 @@ class MultiHeadAttention(nn.Module):
             ValueError: ``module`` uses ``add_bias_kv`` or ``add_zero_attn``, which this
                 package does not support.
         """
-        if not isinstance(module, nn.MultiheadAttention):
-            raise TypeError(f"module must be a nn.MultiheadAttention; got {type(module).__name__}")
-        if module.bias_k is not None or module.bias_v is not None:
-            raise ValueError(
-                "module has add_bias_kv=True, which MultiHeadAttention does not support"
-            )
-        if module.add_zero_attn:
-            raise ValueError(
-                "module has add_zero_attn=True, which MultiHeadAttention does not support"
-            )
-        E = module.embed_dim
-        in_bias = module.in_proj_bias
-        new = MultiHeadAttention(
-            E,
-            E,
-            module.num_heads,
-            float(module.dropout),
-            in_bias is not None,
-            kdim=module.kdim,
-            vdim=module.vdim,
-            out_bias=module.out_proj.bias is not None,
-            backend=backend,
-        )
-        weight = module.out_proj.weight
-        new.to(device=weight.device, dtype=weight.dtype)
-        if module._qkv_same_embed_dim:
-            # (3E, E) -> three (E, E)
-            w_q, w_k, w_v = module.in_proj_weight.chunk(3)
-        else:
-            w_q, w_k, w_v = module.q_proj_weight, module.k_proj_weight, module.v_proj_weight
-        with torch.no_grad():
-            new.W_query.weight.copy_(w_q)
-            new.W_key.weight.copy_(w_k)
-            new.W_value.weight.copy_(w_v)
-            if in_bias is not None:
-                b_q, b_k, b_v = in_bias.chunk(3)  # (3E,) -> three (E,)
-                new.W_query.bias.copy_(b_q)
-                new.W_key.bias.copy_(b_k)
-                new.W_value.bias.copy_(b_v)
-            new.out_proj.weight.copy_(module.out_proj.weight)
-            if module.out_proj.bias is not None:
-                new.out_proj.bias.copy_(module.out_proj.bias)
-        new.torch_batch_first = bool(module.batch_first)
-        new.train(module.training)
-        return new
+        from .interop import mha_from_torch
+
+        return mha_from_torch(module, backend=backend)
 
     def to_torch(self, *, batch_first: bool | None = None) -> nn.MultiheadAttention:
         """Build a ``torch.nn.MultiheadAttention`` equal to this module.
@@ -456,50 +464,9 @@ class MultiHeadAttention(nn.Module):
                 ``causal=True`` (PyTorch's module has no causal flag: build this one
                 with ``causal=False`` and pass PyTorch a causal ``attn_mask``).
         """
-        if self.d_in != self.d_out:
-            raise ValueError(
-                "to_torch needs d_in == d_out (nn.MultiheadAttention has one embed_dim); "
-                f"got d_in={self.d_in}, d_out={self.d_out}"
-            )
-        if self.causal:
-            raise ValueError(
-                "to_torch needs causal=False: nn.MultiheadAttention has no causal flag "
-                "(pass it attn_mask=nn.Transformer.generate_square_subsequent_mask(L))"
-            )
-        batch_first = self.torch_batch_first if batch_first is None else batch_first
-        has_bias = self.W_query.bias is not None or self.out_proj.bias is not None
-        weight = self.out_proj.weight
-        module = nn.MultiheadAttention(
-            self.d_out,
-            self.num_heads,
-            dropout=self.dropout,
-            bias=has_bias,
-            kdim=self.kdim,
-            vdim=self.vdim,
-            batch_first=batch_first,
-            device=weight.device,
-            dtype=weight.dtype,
-        )
-        projections = (self.W_query, self.W_key, self.W_value)
-        with torch.no_grad():
-            if module._qkv_same_embed_dim:
-                # three (E, E) -> (3E, E)
-                module.in_proj_weight.copy_(torch.cat([p.weight for p in projections]))
-            else:
-                module.q_proj_weight.copy_(self.W_query.weight)
-                module.k_proj_weight.copy_(self.W_key.weight)
-                module.v_proj_weight.copy_(self.W_value.weight)
-            if has_bias:
-                biases: list[Tensor] = [
-                    torch.zeros_like(p.weight[:, 0]) if p.bias is None else p.bias
-                    for p in projections
-                ]
-                module.in_proj_bias.copy_(torch.cat(biases))  # three (E,) -> (3E,)
-                out_bias = self.out_proj.bias
-                module.out_proj.bias.copy_(0.0 if out_bias is None else out_bias)
-            module.out_proj.weight.copy_(self.out_proj.weight)
-        module.train(self.training)
-        return module
+        from .interop import mha_to_torch
+
+        return mha_to_torch(self, batch_first=batch_first)
 
     def extra_repr(self) -> str:
         """Sizes, dropout, causality and backend, shown by ``print(module)``."""

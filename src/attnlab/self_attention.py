@@ -11,7 +11,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ._validation import check_features, check_key_padding_mask, check_positive_int
+from ._validation import (
+    check_bool,
+    check_features,
+    check_key_padding_mask,
+    check_module_dtype,
+    check_positive_int,
+    check_same_device,
+)
 from .backends import Backend, attend, check_backend
 from .masks import padding_to_attn_mask
 
@@ -62,7 +69,7 @@ class SelfAttentionV1(nn.Module):
             x: ``(T, d_in)`` or ``(B, T, d_in)``; key_padding_mask: ``(T,)`` or
             ``(B, T)``; output: ``(T, d_out)`` or ``(B, T, d_out)``.
         """
-        attn_mask = checked_padding_mask(x, self.d_in, key_padding_mask)  # (..., 1, T) or None
+        attn_mask = checked_padding_mask(x, self.d_in, key_padding_mask, self.W_query)
         queries = x @ self.W_query  # (..., T, d_out)
         keys = x @ self.W_key  # (..., T, d_out)
         values = x @ self.W_value  # (..., T, d_out)
@@ -128,7 +135,7 @@ class SelfAttentionV2(nn.Module):
         self.d_in = check_positive_int("d_in", d_in)
         self.d_out = check_positive_int("d_out", d_out)
         self.backend = check_backend(backend)
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_query = nn.Linear(d_in, d_out, bias=check_bool("qkv_bias", qkv_bias))
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
 
@@ -149,7 +156,7 @@ class SelfAttentionV2(nn.Module):
             x: ``(T, d_in)`` or ``(B, T, d_in)``; key_padding_mask: ``(T,)`` or
             ``(B, T)``; output: ``(T, d_out)`` or ``(B, T, d_out)``.
         """
-        attn_mask = checked_padding_mask(x, self.d_in, key_padding_mask)  # (..., 1, T) or None
+        attn_mask = checked_padding_mask(x, self.d_in, key_padding_mask, self.W_query.weight)
         queries, keys, values = self.project(x)  # (..., T, d_out) each
         return attend(
             queries, keys, values, attn_mask=attn_mask, backend=self.backend
@@ -164,13 +171,17 @@ class SelfAttentionV2(nn.Module):
         return f"d_in={self.d_in}, d_out={self.d_out}, backend={self.backend!r}"
 
 
-def checked_padding_mask(x: Tensor, d_in: int, key_padding_mask: Tensor | None) -> Tensor | None:
+def checked_padding_mask(
+    x: Tensor, d_in: int, key_padding_mask: Tensor | None, weight: Tensor
+) -> Tensor | None:
     """Check a module's input and turn its key padding mask into an attention mask.
 
-    Shared by the single-head modules; ``None`` when there is no padding mask.
+    Shared by the single-head modules; ``weight`` is one of the module's parameters,
+    whose dtype ``x`` must have. ``None`` when there is no padding mask.
     """
-    check_features("x", x, d_in)
+    check_module_dtype("x", check_features("x", x, d_in), weight)
     if key_padding_mask is None:
         return None
-    check_key_padding_mask(key_padding_mask, tuple(x.shape[:-2]), x.shape[-2], x.dtype)
+    mask = check_key_padding_mask(key_padding_mask, tuple(x.shape[:-2]), x.shape[-2], x.dtype)
+    check_same_device("key_padding_mask", mask, x, "x")
     return padding_to_attn_mask(key_padding_mask)  # (..., T) -> (..., 1, T)
