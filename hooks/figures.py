@@ -1044,7 +1044,8 @@ def ring_schedule() -> Figure:
 
     fig, ax = diagrams.canvas(8.0, 2.8)
     bounds = []
-    for x0, layout in ((0.0, "contiguous"), (13.0, "zigzag")):
+    layouts: tuple[tuple[float, ring.Layout], ...] = ((0.0, "contiguous"), (13.0, "zigzag"))
+    for x0, layout in layouts:
         schedule = ring.ring_schedule(4, is_causal=True, layout=layout)
         work = torch.tensor([[step[r]["work"] for step in schedule] for r in range(4)])
         chunks = [str(ring.chunk_ids(r, 4, layout)).strip("[]") for r in range(4)]
