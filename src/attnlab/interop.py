@@ -21,17 +21,10 @@ __all__ = ["mha_from_torch", "mha_from_wrapper", "mha_to_torch"]
 
 
 def mha_from_wrapper(wrapper: MultiHeadAttentionWrapper) -> MultiHeadAttention:
-    """Build the efficient module that computes exactly what ``wrapper`` computes.
+    """Build the ``MultiHeadAttention`` that computes exactly what ``wrapper`` computes.
 
-    Head ``h``'s projection weights become rows ``h * D`` to ``(h + 1) * D`` of the
-    fused projections; ``out_proj`` is the identity (no bias), since the wrapper
-    has no output projection.
-
-    Args:
-        wrapper: The module of independent heads.
-
-    Returns:
-        A new ``MultiHeadAttention`` with copies of the wrapper's weights.
+    The implementation behind ``MultiHeadAttention.from_wrapper``, whose docstring states
+    the full contract.
     """
     if not isinstance(wrapper, MultiHeadAttentionWrapper):
         raise TypeError(
@@ -67,32 +60,10 @@ def mha_from_wrapper(wrapper: MultiHeadAttentionWrapper) -> MultiHeadAttention:
 def mha_from_torch(
     module: nn.MultiheadAttention, *, backend: Backend = "torch"
 ) -> MultiHeadAttention:
-    """Build a module equal to a ``torch.nn.MultiheadAttention``.
+    """Build a ``MultiHeadAttention`` equal to a ``torch.nn.MultiheadAttention``.
 
-    The weights are copied: PyTorch's fused ``in_proj_weight`` (``(3E, E)``, when
-    ``kdim = vdim = E``) or its separate ``q_proj_weight``/``k_proj_weight``/
-    ``v_proj_weight`` become ``W_query``/``W_key``/``W_value``; ``in_proj_bias`` is
-    split the same way; ``out_proj`` is copied as it is. Dropout and training mode
-    carry over; the result is on the source's device and dtype.
-
-    The new module is always batch-first. For a source built with
-    ``batch_first=False``, ``torch_module(x.transpose(0, 1), ...)`` corresponds to
-    ``new(x, ...)`` with the output transposed back; ``to_torch`` restores that
-    layout. Masks must be translated with
-    [`mask_from_torch`][attnlab.mask_from_torch] (boolean polarity flips), and
-    PyTorch's ``(B * H, L, S)`` masks reshaped to ``(B, H, L, S)``.
-
-    Args:
-        module: The PyTorch module.
-        backend: The backend of the new module.
-
-    Returns:
-        A new ``MultiHeadAttention`` with ``d_in = d_out = embed_dim``.
-
-    Raises:
-        TypeError: ``module`` is not an ``nn.MultiheadAttention``.
-        ValueError: ``module`` uses ``add_bias_kv`` or ``add_zero_attn``, which this
-            package does not support.
+    The implementation behind ``MultiHeadAttention.from_torch``, whose docstring states
+    the full contract.
     """
     if not isinstance(module, nn.MultiheadAttention):
         raise TypeError(f"module must be a nn.MultiheadAttention; got {type(module).__name__}")
@@ -140,25 +111,10 @@ def mha_from_torch(
 def mha_to_torch(
     mha: MultiHeadAttention, *, batch_first: bool | None = None
 ) -> nn.MultiheadAttention:
-    """Build a ``torch.nn.MultiheadAttention`` equal to this module.
+    """Build a ``torch.nn.MultiheadAttention`` equal to ``module``.
 
-    PyTorch's module has one ``bias`` flag for all its projections: it gets
-    ``bias=True`` if this module has any bias, with zeros where this one has none,
-    so the outputs agree either way.
-
-    Args:
-        mha: The module to convert.
-        batch_first: The layout of the new module; defaults to
-            ``mha.torch_batch_first`` (``True``, or the layout of the module
-            ``from_torch`` copied).
-
-    Returns:
-        A new ``nn.MultiheadAttention`` on this module's device and dtype.
-
-    Raises:
-        ValueError: ``d_in != d_out`` (PyTorch's module has one ``embed_dim``), or
-            ``causal=True`` (PyTorch's module has no causal flag: build this one
-            with ``causal=False`` and pass PyTorch a causal ``attn_mask``).
+    The implementation behind ``MultiHeadAttention.to_torch``, whose docstring states
+    the full contract.
     """
     if mha.d_in != mha.d_out:
         raise ValueError(

@@ -42,7 +42,6 @@ __all__ = [
 CMAP = "viridis"
 
 
-
 def _check_rank(name: str, tensor: Tensor, rank: int, wanted: str) -> None:
     if tensor.dim() != rank:
         raise ValueError(f"{name} must have shape {wanted}; got shape {format_shape(tensor.shape)}")
