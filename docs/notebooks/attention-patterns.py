@@ -1,10 +1,12 @@
 # %% [markdown]
 # # Attention patterns of the example sentences
 #
-# Every chapter works with one of four small inputs. This notebook draws the attention
-# weights of each, side by side, with `attnlab.plot`. A row is a query token, a column a
-# key token, and cell $(i, j)$ holds $\alpha_{ij}$: how much of token $j$'s value goes
-# into the context vector of token $i$. Every row sums to 1.
+# The Foundations chapters work with three small sentences. This notebook draws the
+# attention weights of each, side by side, with `attnlab.plot` (the fourth input, the
+# integer example, has its heatmap in step 5 of "Queries, keys and values by hand"). A
+# row is a query token, a column a key token, and cell $(i, j)$ holds $\alpha_{ij}$: how
+# much of token $j$'s value goes into the context vector of token $i$. Every row sums
+# to 1.
 #
 # The weights come from the package's functional core,
 #
@@ -71,21 +73,6 @@ with torch.no_grad():
     keys = module.W_key(sentence.inputs)  # (6, 24)
     attn_weights = attnlab.attention_weights(queries, keys)  # (6, 6), scale 1/sqrt(24)
 plot_attention(attn_weights, sentence.words, sentence.words, title="Life is short: d_out = 24")
-
-# %% [markdown]
-# ## The illustrated example: integer weights
-#
-# Three 4-d inputs and integer weight matrices, with no scaling. The scores are whole
-# numbers as large as 16, so the softmax is almost one-hot: inputs 2 and 3 send nearly
-# all their attention to input 2.
-
-# %%
-ex = examples.illustrated()
-queries = ex.inputs @ ex.W_query  # (3, 3)
-keys = ex.inputs @ ex.W_key  # (3, 3)
-attn_scores = attnlab.attention_scores(queries, keys)  # (3, 3)
-print(attn_scores)
-plot_attention(attnlab.softmax(attn_scores), ex.words, ex.words, decimals=3)
 
 # %% [markdown]
 # ## Try it
