@@ -243,15 +243,18 @@ def multi_head() -> Figure:
 
 
 def cross_attention() -> Figure:
-    """Cross-attention weights from "Life is short…" to the 8 tokens of ``second_sequence()``."""
+    """Cross-attention weights from "Life is short…" to the 8 tokens of ``second_sequence()``.
+
+    The tutorial's weights of the cross-attention chapter: ``W_query`` and ``W_key`` of
+    shape ``(24, 16)`` drawn under seed 123, as in its by-hand block.
+    """
 
     def build() -> Figure:
         sentence = examples.life_is_short()
         context = examples.second_sequence()  # (S, d) = (8, 16)
-        module = attnlab.CrossAttention(d_in=16, d_context=16, d_out=16, num_heads=1)
-        with torch.no_grad():
-            queries = module.W_query(sentence.inputs)  # (6, 16)
-            keys = module.W_key(context)  # (8, 16)
+        W_query, W_key = torch.rand(24, 16), torch.rand(24, 16)  # (d_q, d), (d_k, d)
+        queries = sentence.inputs @ W_query.transpose(-2, -1)  # (6, 24)
+        keys = context @ W_key.transpose(-2, -1)  # (8, 24)
         attn_weights = attnlab.attention_weights(queries, keys)  # (6, 8), scale 1/sqrt(24)
         return plot.plot_attention(
             attn_weights,
