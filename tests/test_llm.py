@@ -272,6 +272,27 @@ def test_from_hf_equals_llama_attention(implementation: str, heads: int, kv_head
             torch.testing.assert_close(torch.cat(chunks, dim=1), expected, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize(("heads", "kv_heads"), [(4, 4), (4, 2), (4, 1)])
+def test_cached_decoding_equals_hf_dynamic_cache(heads: int, kv_heads: int) -> None:
+    """Prompt then single tokens through KVCache and through transformers' DynamicCache:
+    the same outputs and the same cached (rotated) keys and values."""
+    attn = _hf_attention(heads, kv_heads, "sdpa")
+    ours = GroupedQueryAttention.from_hf(attn)
+    x = torch.randn(2, 8, 24)
+    hf_cache, cache = transformers.DynamicCache(config=attn.config), KVCache()
+    with torch.no_grad():
+        for start, end in [(0, 5), (5, 6), (6, 7), (7, 8)]:
+            cos_sin = attn.rotary(x, torch.arange(start, end)[None])
+            expected, _ = attn(
+                x[:, start:end], position_embeddings=cos_sin, past_key_values=hf_cache
+            )
+            torch.testing.assert_close(
+                ours(x[:, start:end], cache=cache), expected, atol=1e-5, rtol=1e-5
+            )
+    torch.testing.assert_close(cache.keys, hf_cache.layers[0].keys)
+    torch.testing.assert_close(cache.values, hf_cache.layers[0].values)
+
+
 @settings(max_examples=15, deadline=None)
 @given(st.lists(st.integers(1, 5), min_size=1, max_size=5), st.sampled_from([None, 1, 3]))
 def test_chunked_decoding_equals_full_forward(sizes: list[int], window: int | None) -> None:
