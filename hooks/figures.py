@@ -1254,7 +1254,7 @@ def rotary_plane() -> Figure:
     rope = attnlab.RotaryEmbedding(head_dim=2)  # one pair: turns by 1 radian per unit
     query, key = torch.tensor([[1.0, 2.0]]), torch.tensor([[0.5, -1.0]])  # (1, 2) each
     ink = diagrams.text_colour()
-    fig, ax = diagrams.canvas(8.0, 3.9)
+    fig, ax = diagrams.canvas(8.0, 3.1)
     panel, radius = 7.6, 2.5
     bounds = []
     for p, (m, n) in enumerate(((5, 3), (102, 100), (7, 7))):
@@ -1330,7 +1330,7 @@ def window_blocks() -> Figure:
     """
     T, block, window = 8, 2, 3
     ink = diagrams.text_colour()
-    fig, ax = diagrams.canvas(8.0, 4.2)
+    fig, ax = diagrams.canvas(8.0, 3.8)
     cell = 0.6
     bounds = []
     panels = (
