@@ -1334,10 +1334,10 @@ def window_blocks() -> Figure:
     cell = 0.6
     bounds = []
     panels = (
-        ("causal", attnlab.causal_mask(T), {"is_causal": True}),
-        (f"window {window}", attnlab.sliding_window_mask(T, T, window), {"window": window}),
+        ("causal", attnlab.causal_mask(T), True, None),
+        (f"window {window}", attnlab.sliding_window_mask(T, T, window), False, window),
     )
-    for p, (name, allowed, flags) in enumerate(panels):
+    for p, (name, allowed, is_causal, panel_window) in enumerate(panels):
         x0 = p * (T * cell + 2.2)
         grid = diagrams.matrix(
             ax,
@@ -1348,7 +1348,9 @@ def window_blocks() -> Figure:
             masked=~allowed,
             show_values=False,
         )
-        visited = attnlab.flash_visited_blocks(T, T, block, **flags)
+        visited = attnlab.flash_visited_blocks(
+            T, T, block, is_causal=is_causal, window=panel_window
+        )
         for order, (i0, j0) in enumerate(visited, start=1):
             x, y = x0 + j0 * cell, (T - i0 - block) * cell
             ax.add_patch(
