@@ -8,6 +8,7 @@ figure, each registered figure is used, and the site ships both SVGs of each.
 from __future__ import annotations
 
 import importlib.util
+import math
 import re
 import sys
 from pathlib import Path
@@ -166,28 +167,7 @@ def test_main_line_is_read_from_the_nav() -> None:
     assert not {"reference.md", "explorer.md", "walkthrough/errata.md"} & set(chapters)
 
 
-# Chapters that landed before they had a diagram of their idea: each must gain one (then
-# leave this set; strict xfail fails the test as soon as the page has its diagram).
-AWAITING_DIAGRAM = {
-    "llm/kv-cache.md",
-    "llm/grouped-query-attention.md",
-    "llm/rotary.md",
-    "llm/sliding-window.md",
-}
-
-
-@pytest.mark.parametrize(
-    "page",
-    [
-        pytest.param(
-            page,
-            marks=pytest.mark.xfail(strict=True, reason="chapter has no diagram yet")
-            if page in AWAITING_DIAGRAM
-            else (),
-        )
-        for page in main_line_pages()
-    ],
-)
+@pytest.mark.parametrize("page", main_line_pages())
 def test_every_main_line_chapter_shows_a_diagram_of_the_idea(page: str) -> None:
     text = (DOCS / page).read_text(encoding="utf-8")
     shown = {match["name"] for match in hook.FIGURE_REF.finditer(text)}
@@ -231,3 +211,72 @@ def test_causal_row_renormalises_over_the_allowed_keys() -> None:
     texts = _cell_texts("causal-row")
     assert texts.count("−∞") == 3
     assert texts[texts.index("0.380") :][:6] == ["0.380", "0.310", "0.310", "0", "0", "0"]
+
+
+def _contains_run(texts: list[str], cells: list[str]) -> bool:
+    return any(texts[i : i + len(cells)] == cells for i in range(len(texts)))
+
+
+def test_kv_cache_step_shows_the_chapters_cache() -> None:
+    """The cached K and V of kv head 0 after the KV-cache chapter's prompt and one step,
+    and head 0's output, computed here through the layer's forward and SDPA."""
+    import torch
+
+    torch.manual_seed(0)
+    layer = attnlab.GroupedQueryAttention(d_model=16, num_heads=4, num_kv_heads=2)
+    x = torch.randn(1, 10, 16)
+    cache = attnlab.KVCache()
+    with torch.no_grad():
+        layer(x[:, :6], cache=cache)
+        layer(x[:, 6:7], cache=cache)
+        queries = layer.rotary(
+            layer.q_proj(x[:, 6:7]).view(1, 1, 4, 4).transpose(1, 2), torch.tensor([6])
+        )
+        output = attnlab.scaled_dot_product_attention(
+            queries, cache.keys, cache.values, enable_gqa=True
+        )  # (1, H, 1, D)
+    assert cache.keys is not None and cache.values is not None
+    texts = _cell_texts("kv-cache-step")
+    for tensor in (cache.keys[0, 0], cache.values[0, 0], output[0, 0, 0]):
+        cells = [f"{v:.2f}" for v in tensor.flatten().tolist()]
+        assert _contains_run(texts, cells), tensor
+    assert "pos 6 (new)" in texts
+
+
+def test_gqa_sharing_shows_the_cache_per_token() -> None:
+    """8, 2 and 1 kv heads of width 8: the chapter's 128, 32 and 16 cached numbers."""
+    texts = " ".join(_cell_texts("gqa-sharing"))
+    for kv_heads in (8, 2, 1):
+        assert f"2 × {kv_heads} × 8 = {2 * kv_heads * 8} numbers" in texts
+    keys = [t for t in _cell_texts("gqa-sharing") if t.startswith("K")]
+    assert len(keys) == 8 + 2 + 1
+
+
+def test_rotary_plane_shows_equal_scores_for_equal_distances() -> None:
+    """The rotary chapter's hand example: the same score at (5, 3) and (102, 100)."""
+
+    def rotate(vector: list[float], angle: float) -> tuple[float, float]:
+        c, s = math.cos(angle), math.sin(angle)
+        return (c * vector[0] - s * vector[1], s * vector[0] + c * vector[1])
+
+    texts = _cell_texts("rotary-plane")
+    for m, n in ((5, 3), (102, 100), (7, 7)):
+        q, k = rotate([1.0, 2.0], 0.3 * m), rotate([0.5, -1.0], 0.3 * n)
+        assert _contains_run(texts, [f"{q[0]:.2f}", f"{q[1]:.2f}"])
+        assert _contains_run(texts, [f"{k[0]:.2f}", f"{k[1]:.2f}"])
+        assert f"{q[0] * k[0] + q[1] * k[1]:.4f}" in texts
+    assert texts.count("-2.3673") == 2 and texts.count("-1.5000") == 1
+
+
+def test_window_blocks_count_the_visited_blocks() -> None:
+    """Causal and window-3 masks on 8 tokens in 2 x 2 blocks: 10 and 7 of 16 computed."""
+    texts = _cell_texts("window-blocks")
+    causal = len(attnlab.flash_visited_blocks(8, 8, 2, is_causal=True))
+    windowed = len(attnlab.flash_visited_blocks(8, 8, 2, window=3))
+    assert (causal, windowed) == (10, 7)
+    assert f"causal: {causal} of 16 blocks computed" in texts
+    assert f"window 3: {windowed} of 16 blocks computed" in texts
+    numbers = [t for t in texts if t.isdigit()]
+    assert numbers == [str(i) for i in range(1, causal + 1)] + [
+        str(i) for i in range(1, windowed + 1)
+    ]

@@ -75,19 +75,40 @@ def test_enable_gqa_equals_torch_sdpa(case: dict[str, object]) -> None:
     torch.testing.assert_close(flash, expected, atol=1e-5, rtol=1e-5)
 
 
-def test_flash_gqa_gradients_match_torch() -> None:
-    gen = torch.Generator().manual_seed(0)
-    q = torch.randn(2, 6, 7, 4, generator=gen, dtype=torch.float64, requires_grad=True)
-    k = torch.randn(2, 2, 7, 4, generator=gen, dtype=torch.float64, requires_grad=True)
-    v = torch.randn(2, 2, 7, 4, generator=gen, dtype=torch.float64, requires_grad=True)
-    ours = torch.autograd.grad(
-        flash_attention(q, k, v, is_causal=True, block_size=3, enable_gqa=True).sum(), (q, k, v)
+@pytest.mark.parametrize("window", [None, 3])
+@pytest.mark.parametrize("group", [1, 3])
+def test_flash_gqa_backward_equals_sdpa_without_repeating_keys(
+    group: int, window: int | None
+) -> None:
+    """enable_gqa's gradients equal SDPA's in float64 (causal, or a window), and the
+    forward saves nothing as large as the repeated keys for the backward."""
+    gen = torch.Generator().manual_seed(group)
+    B, Hkv, L, S, E = 2, 2, 5, 11, 4  # L < S: the queries are the last positions
+    q = torch.randn(B, Hkv * group, L, E, generator=gen, dtype=torch.float64)
+    k = torch.randn(B, Hkv, S, E, generator=gen, dtype=torch.float64)
+    v = torch.randn(B, Hkv, S, E + 1, generator=gen, dtype=torch.float64)
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    grad_out = torch.randn(B, Hkv * group, L, E + 1, generator=gen, dtype=torch.float64)
+    saved: list[torch.Size] = []
+    with torch.autograd.graph.saved_tensors_hooks(
+        lambda t: saved.append(t.shape) or t, lambda t: t
+    ):
+        ours = flash_attention(
+            q, k, v, is_causal=window is None, block_size=(2, 3), window=window, enable_gqa=True
+        )
+    mask = None if window is None else sliding_window_mask(L, S, window)  # end-aligned
+    theirs = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, is_causal=window is None, enable_gqa=True
     )
-    theirs = torch.autograd.grad(
-        F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True).sum(), (q, k, v)
-    )
-    for a, b in zip(ours, theirs, strict=True):
-        torch.testing.assert_close(a, b)
+    torch.testing.assert_close(ours, theirs, atol=1e-9, rtol=0)
+    grads = torch.autograd.grad(ours, (q, k, v), grad_out)
+    expected = torch.autograd.grad(theirs, (q, k, v), grad_out)
+    for name, got, want in zip("qkv", grads, expected, strict=True):
+        torch.testing.assert_close(got, want, atol=1e-9, rtol=0, msg=name)
+    repeated_keys = B * Hkv * group * S * E  # what repeat_kv_heads(k, group) would hold
+    assert saved
+    if group > 1:
+        assert all(shape.numel() < repeated_keys for shape in saved), saved
 
 
 def test_gqa_bad_heads_raise() -> None:
@@ -249,6 +270,27 @@ def test_from_hf_equals_llama_attention(implementation: str, heads: int, kv_head
             cache = KVCache()
             chunks = [ours(part, cache=cache) for part in x.split([3, 1, 3], dim=1)]
             torch.testing.assert_close(torch.cat(chunks, dim=1), expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize(("heads", "kv_heads"), [(4, 4), (4, 2), (4, 1)])
+def test_cached_decoding_equals_hf_dynamic_cache(heads: int, kv_heads: int) -> None:
+    """Prompt then single tokens through KVCache and through transformers' DynamicCache:
+    the same outputs and the same cached (rotated) keys and values."""
+    attn = _hf_attention(heads, kv_heads, "sdpa")
+    ours = GroupedQueryAttention.from_hf(attn)
+    x = torch.randn(2, 8, 24)
+    hf_cache, cache = transformers.DynamicCache(config=attn.config), KVCache()
+    with torch.no_grad():
+        for start, end in [(0, 5), (5, 6), (6, 7), (7, 8)]:
+            cos_sin = attn.rotary(x, torch.arange(start, end)[None])
+            expected, _ = attn(
+                x[:, start:end], position_embeddings=cos_sin, past_key_values=hf_cache
+            )
+            torch.testing.assert_close(
+                ours(x[:, start:end], cache=cache), expected, atol=1e-5, rtol=1e-5
+            )
+    torch.testing.assert_close(cache.keys, hf_cache.layers[0].keys)
+    torch.testing.assert_close(cache.values, hf_cache.layers[0].values)
 
 
 @settings(max_examples=15, deadline=None)

@@ -26,7 +26,12 @@ from .functional import (
 from .gqa import GroupedQueryAttention
 from .kv_cache import KVCache
 from .masks import causal_mask, mask_from_torch, mask_to_torch, sliding_window_mask
-from .multihead import CrossAttention, MultiHeadAttention, MultiHeadAttentionWrapper
+from .multihead import (
+    AttentionHeads,
+    CrossAttention,
+    MultiHeadAttention,
+    MultiHeadAttentionWrapper,
+)
 from .ring import ring_attention
 from .rotary import RotaryEmbedding, rotate_half
 from .self_attention import SelfAttentionV1, SelfAttentionV2
@@ -34,6 +39,7 @@ from .self_attention import SelfAttentionV1, SelfAttentionV2
 __all__ = [
     "BACKENDS",
     "AdditiveAttention",
+    "AttentionHeads",
     "Backend",
     "CausalAttention",
     "CrossAttention",

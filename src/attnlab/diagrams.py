@@ -212,6 +212,7 @@ def matrix(
     highlight_rows: Sequence[int] = (),
     cell: tuple[float, float] = (1.0, 1.0),
     fontsize: float | str = "medium",
+    show_values: bool = True,
 ) -> Bounds:
     """Draw a vector or matrix of real numbers as a grid of tinted boxes holding the values.
 
@@ -230,6 +231,8 @@ def matrix(
         highlight_rows: Rows drawn with a thick role-coloured outline.
         cell: Width and height of one cell, in cell units.
         fontsize: Size of the numbers.
+        show_values: Write the numbers in the cells; ``False`` draws only the tinted
+            boxes (a mask's pattern, with room for other marks on top).
 
     Returns:
         The bounds of the grid (labels and title excluded).
@@ -281,7 +284,7 @@ def matrix(
                     linewidth=1.0,
                 )
             )
-            if not off or masked_text:
+            if show_values and (not off or masked_text):
                 ax.text(
                     x + width / 2,
                     y + height / 2,

@@ -5,6 +5,12 @@
 attention; ``num_kv_heads = 1``: multi-query attention). Queries and keys are rotated
 by their positions ([`RotaryEmbedding`][attnlab.RotaryEmbedding]), and a
 [`KVCache`][attnlab.KVCache] lets a decoder feed the sequence in chunks.
+
+The layer is built on the seams of [`AttentionHeads`][attnlab.AttentionHeads], the
+ones [`MultiHeadAttention`][attnlab.MultiHeadAttention] runs: it reuses
+``split_heads``, ``attend_heads`` and ``merge_heads`` and overrides only
+``position_queries_keys`` (the rotation), with the cache between it and
+``attend_heads``.
 """
 
 from __future__ import annotations
@@ -13,15 +19,16 @@ import torch
 from torch import Tensor, nn
 
 from ._validation import check_features, check_positive_int
-from .backends import Backend, attend, check_backend
+from .backends import Backend, check_backend
 from .kv_cache import KVCache
 from .masks import sliding_window_mask
+from .multihead import AttentionHeads
 from .rotary import RotaryEmbedding
 
 __all__ = ["GroupedQueryAttention"]
 
 
-class GroupedQueryAttention(nn.Module):
+class GroupedQueryAttention(AttentionHeads):
     """Causal self-attention with grouped key/value heads and rotary positions.
 
     ``module(x)`` treats ``x`` as positions ``0 .. T-1``. ``module(x, cache=cache)``
@@ -29,6 +36,11 @@ class GroupedQueryAttention(nn.Module):
     chunk's keys and values to the cache and lets each new query see the cached
     positions and the chunk's positions up to its own (the causal mask aligned to the
     end). Feeding a sequence chunk by chunk gives the full forward's output.
+
+    The forward pass runs the seams of [`AttentionHeads`][attnlab.AttentionHeads]:
+    ``split_heads``, ``position_queries_keys`` (overridden here: the rotary rotation),
+    the cache, ``attend_heads`` (each group of query heads sharing one key/value head)
+    and ``merge_heads``. No dropout, as in Llama's inference.
 
     Args:
         d_model: Width of each token (``hidden_size``).
@@ -75,6 +87,7 @@ class GroupedQueryAttention(nn.Module):
         self.head_dim = check_positive_int("head_dim", dim)
         self.window = None if window is None else check_positive_int("window", window)
         self.backend = check_backend(backend)
+        self.dropout = 0.0
         H, Hkv, D = self.num_heads, self.num_kv_heads, self.head_dim
         self.q_proj = nn.Linear(d_model, H * D, bias=bias)
         self.k_proj = nn.Linear(d_model, Hkv * D, bias=bias)
@@ -99,33 +112,62 @@ class GroupedQueryAttention(nn.Module):
         x = check_features("x", x, self.d_model, width_name="d_model")
         if cache is not None and not isinstance(cache, KVCache):
             raise TypeError(f"cache must be a KVCache or None; got {type(cache).__name__}")
-        batch, T = tuple(x.shape[:-2]), x.shape[-2]
-        H, Hkv, D = self.num_heads, self.num_kv_heads, self.head_dim
+        T = x.shape[-2]
         past = 0 if cache is None else len(cache)
-        positions = torch.arange(past, past + T, device=x.device)  # (T,)
-        # (B, T, d_model) -> (B, T, H * D) -> (B, T, H, D) -> (B, H, T, D), then rotated
-        queries = self.rotary(self.q_proj(x).view(*batch, T, H, D).transpose(-3, -2), positions)
-        # (B, T, d_model) -> (B, Hkv, T, D); keys rotated, values not
-        keys = self.rotary(self.k_proj(x).view(*batch, T, Hkv, D).transpose(-3, -2), positions)
-        values = self.v_proj(x).view(*batch, T, Hkv, D).transpose(-3, -2)
+        queries = self.split_heads(self.q_proj(x))  # (B, T, H * D) -> (B, H, T, D)
+        keys = self.split_heads(self.k_proj(x))  # (B, T, Hkv * D) -> (B, Hkv, T, D)
+        values = self.split_heads(self.v_proj(x))  # (B, Hkv, T, D)
+        queries, keys = self.position_queries_keys(queries, keys, offset=past)  # rotated
         if cache is not None:
             keys, values = cache.append(keys, values)  # (B, Hkv, past + T, D)
-        context_vecs = self._attend(queries, keys, values)  # (B, H, T, D)
-        # (B, H, T, D) -> (B, T, H, D) -> (B, T, H * D)
-        context_vecs = context_vecs.transpose(-3, -2).reshape(*batch, T, H * D)
-        output: Tensor = self.o_proj(context_vecs)  # (B, T, d_model)
+        mask, is_causal = self._mask(T, keys.shape[-2], x.device)
+        context_vecs, _ = self.attend_heads(queries, keys, values, mask, is_causal)  # (B, H, T, D)
+        output: Tensor = self.o_proj(self.merge_heads(context_vecs))  # (B, T, d_model)
         return output
 
-    def _attend(self, queries: Tensor, keys: Tensor, values: Tensor) -> Tensor:
-        """Causal (end-aligned) attention, each query-head group sharing one kv head."""
-        T, S = queries.shape[-2], keys.shape[-2]
-        if self.window is None and T == S:
-            return attend(
-                queries, keys, values, is_causal=True, backend=self.backend, enable_gqa=True
-            )
+    def position_queries_keys(
+        self, queries: Tensor, keys: Tensor, offset: int = 0
+    ) -> tuple[Tensor, Tensor]:
+        """Rotate queries and keys by their positions ``offset, offset + 1, ...``.
+
+        Values are not rotated: position shapes who is attended to, not what is read.
+
+        Args:
+            queries: Per-head queries of the new tokens.
+            keys: Per-head keys of the same tokens.
+            offset: Position of the first new token (``len(cache)``).
+
+        Returns:
+            The rotated ``(queries, keys)``.
+
+        Shape:
+            queries: ``(B, H, T, D)``; keys: ``(B, Hkv, T, D)``; outputs: the same.
+        """
+        T = queries.shape[-2]
+        positions = torch.arange(offset, offset + T, device=queries.device)  # (T,)
+        return self.rotary(queries, positions), self.rotary(keys, positions)
+
+    def _mask(
+        self, L: int, S: int, device: torch.device | None = None
+    ) -> tuple[Tensor | None, bool]:
+        """The mask of ``L`` new queries over ``S`` keys: causal, aligned to the end.
+
+        Args:
+            L: New queries (the last ``L`` positions).
+            S: Keys, cached ones included.
+            device: Where to build the mask.
+
+        Returns:
+            ``(attn_mask, is_causal)`` for
+            [`attend_heads`][attnlab.AttentionHeads.attend_heads]: ``(None, True)``
+            when SDPA's top-left causal flag is the same mask (no window, ``L == S``),
+            else a bool ``(L, S)`` [`sliding_window_mask`][attnlab.sliding_window_mask]
+            (``True`` = may attend; the window is ``S`` when none is set).
+        """
+        if self.window is None and L == S:
+            return None, True
         window = S if self.window is None else self.window
-        allowed = sliding_window_mask(T, S, window, device=queries.device)  # (T, S)
-        return attend(queries, keys, values, allowed, backend=self.backend, enable_gqa=True)
+        return sliding_window_mask(L, S, window, device=device), False
 
     @staticmethod
     def from_hf(attn: nn.Module, *, backend: Backend = "torch") -> GroupedQueryAttention:

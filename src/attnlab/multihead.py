@@ -6,7 +6,9 @@ Two versions of the same computation:
   independent single-head modules whose outputs are concatenated; the teaching version.
 * [`MultiHeadAttention`][attnlab.MultiHeadAttention]: one projection each for queries,
   keys and values, split into heads with ``view``/``transpose``, one call to
-  [`attend`][attnlab.attend] for all heads, then an output projection. Interoperates with
+  [`attend`][attnlab.attend] for all heads, then an output projection. Its forward
+  pass runs the four seams of [`AttentionHeads`][attnlab.AttentionHeads], which
+  [`GroupedQueryAttention`][attnlab.GroupedQueryAttention] shares. Interoperates with
   ``torch.nn.MultiheadAttention`` (``from_torch``/``to_torch``).
 
 [`CrossAttention`][attnlab.CrossAttention] is ``MultiHeadAttention`` with keys and values
@@ -37,10 +39,15 @@ from ._validation import (
 )
 from .backends import Backend, attend, check_backend
 from .causal import CausalAttention
-from .functional import attention_with_weights
+from .functional import attention_with_weights, repeat_kv_heads
 from .masks import module_attn_mask
 
-__all__ = ["CrossAttention", "MultiHeadAttention", "MultiHeadAttentionWrapper"]
+__all__ = [
+    "AttentionHeads",
+    "CrossAttention",
+    "MultiHeadAttention",
+    "MultiHeadAttentionWrapper",
+]
 
 
 def _check_heads(d_out: int, num_heads: int) -> int:
@@ -129,13 +136,156 @@ class MultiHeadAttentionWrapper(nn.Module):
         )
 
 
-class MultiHeadAttention(nn.Module):
+class AttentionHeads(nn.Module):
+    """The four seams of a multi-head attention layer's forward pass.
+
+    [`MultiHeadAttention`][attnlab.MultiHeadAttention] and
+    [`GroupedQueryAttention`][attnlab.GroupedQueryAttention] both project their inputs,
+    then run the same four steps, in this order:
+
+        queries = split_heads(W_query(x))  # (B, L, H * D) -> (B, H, L, D)
+        keys, values = split_heads(W_key(x)), split_heads(W_value(x))  # (B, Hkv, S, D)
+        queries, keys = position_queries_keys(queries, keys, offset)  # rotary, or nothing
+        context_vecs, _ = attend_heads(queries, keys, values, mask)  # (B, H, L, D)
+        output = out_proj(merge_heads(context_vecs))  # (B, L, H * D) -> (B, L, d_out)
+
+    A new attention variant overrides one seam (grouped-query attention overrides
+    ``position_queries_keys`` to rotate by position, and keeps a
+    [`KVCache`][attnlab.KVCache] between it and ``attend_heads``) instead of copying
+    the others. A subclass sets the attributes below in its ``__init__``.
+
+    Attributes:
+        num_heads: Query heads ``H``.
+        num_kv_heads: Key/value heads ``Hkv``, dividing ``H`` (``H`` in multi-head
+            attention; fewer in grouped-query attention).
+        head_dim: Width ``D`` of one head.
+        dropout: Dropout probability on the attention weights, in training only.
+        backend: How [`attend`][attnlab.attend] computes attention.
+    """
+
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    dropout: float
+    backend: Backend
+
+    def split_heads(self, x: Tensor) -> Tensor:
+        """Split a projection's width into heads of ``head_dim`` and move heads forward.
+
+        Works for any number of heads (``width // head_dim``): the queries' ``H`` and
+        the keys' and values' ``Hkv`` alike.
+
+        Args:
+            x: A projected sequence.
+
+        Returns:
+            The same numbers, one ``(T, D)`` slice per head.
+
+        Shape:
+            x: ``(B, T, H * D)``; output: ``(B, H, T, D)`` (drop ``B`` for unbatched).
+        """
+        # (B, T, H * D) -> (B, T, H, D) -> (B, H, T, D)
+        num_heads = x.shape[-1] // self.head_dim
+        return x.view(*x.shape[:-1], num_heads, self.head_dim).transpose(-3, -2)
+
+    def position_queries_keys(
+        self, queries: Tensor, keys: Tensor, offset: int = 0
+    ) -> tuple[Tensor, Tensor]:
+        """Where positions enter queries and keys (e.g. rotary embeddings); here none do.
+
+        A subclass that encodes positions in the queries and keys overrides this (as
+        [`GroupedQueryAttention`][attnlab.GroupedQueryAttention] does with rotary
+        embeddings); plain multi-head attention returns them unchanged.
+
+        Args:
+            queries: Per-head queries.
+            keys: Per-head keys.
+            offset: Position of the first token (the number of cached positions
+                before it when decoding with a cache).
+
+        Returns:
+            ``(queries, keys)``, transformed by position.
+
+        Shape:
+            queries: ``(B, H, L, D)``; keys: ``(B, H_kv, S, D)``; outputs: the same.
+        """
+        return queries, keys
+
+    def attend_heads(
+        self,
+        queries: Tensor,
+        keys: Tensor,
+        values: Tensor,
+        attn_mask: Tensor | None = None,
+        is_causal: bool = False,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Attention in every head at once, through the module's backend.
+
+        With fewer key/value heads than query heads, each group of
+        ``num_heads // num_kv_heads`` query heads shares one key/value head
+        (``enable_gqa``: the backends never copy the shared heads). With
+        ``need_weights`` the explicit path computes the weights too, whatever the
+        backend. Dropout acts in training only.
+
+        Args:
+            queries: Per-head queries.
+            keys: Per-head keys.
+            values: Per-head values.
+            attn_mask: A merged mask (bool ``True`` = may attend, or float added to
+                the scores), or ``None``.
+            is_causal: SDPA's causal flag, top-left aligned (only without
+                ``attn_mask``).
+            need_weights: Also return the per-head attention weights.
+
+        Returns:
+            ``(context_vecs, attn_weights)``; the weights are ``None`` unless asked for.
+
+        Shape:
+            queries: ``(B, H, L, D)``; keys, values: ``(B, Hkv, S, D)``;
+            context_vecs: ``(B, H, L, D)``; attn_weights: ``(B, H, L, S)``.
+        """
+        dropout_p = self.dropout if self.training else 0.0
+        group = self.num_heads // self.num_kv_heads
+        if need_weights:
+            if group > 1:  # the weights are per query head: (B, Hkv, S, D) -> (B, H, S, D)
+                keys, values = repeat_kv_heads(keys, group), repeat_kv_heads(values, group)
+            return attention_with_weights(queries, keys, values, attn_mask, dropout_p, is_causal)
+        context_vecs = attend(
+            queries,
+            keys,
+            values,
+            attn_mask,
+            dropout_p,
+            is_causal,
+            backend=self.backend,
+            enable_gqa=group > 1,
+        )  # (B, H, L, D)
+        return context_vecs, None
+
+    def merge_heads(self, x: Tensor) -> Tensor:
+        """Undo [`split_heads`][attnlab.AttentionHeads.split_heads]: heads side by side.
+
+        Args:
+            x: Per-head context vectors.
+
+        Returns:
+            The heads concatenated along the width.
+
+        Shape:
+            x: ``(B, H, T, D)``; output: ``(B, T, H * D)``.
+        """
+        return x.transpose(-3, -2).flatten(-2)  # (B, H, T, D) -> (B, T, H, D) -> (B, T, H * D)
+
+
+class MultiHeadAttention(AttentionHeads):
     """Multi-head attention with split heads, equal to ``torch.nn.MultiheadAttention``.
 
     Projects queries (from ``query``), keys (from ``key``) and values (from ``value``)
     to width ``d_out`` each, splits that width into ``H`` heads of ``D = d_out // H``,
     attends in every head at once through [`attend`][attnlab.attend] (scale
-    ``1 / sqrt(D)``), joins the heads and applies ``out_proj``. With ``key`` and
+    ``1 / sqrt(D)``), joins the heads and applies ``out_proj``: the four seams of
+    [`AttentionHeads`][attnlab.AttentionHeads]. With ``key`` and
     ``value`` left out it is self-attention; given a second sequence it is
     cross-attention (set ``kdim``/``vdim`` when that sequence has another width).
 
@@ -189,6 +339,7 @@ class MultiHeadAttention(nn.Module):
         self.head_dim = _check_heads(d_out, num_heads)
         self.d_out = d_out
         self.num_heads = num_heads
+        self.num_kv_heads = num_heads
         self.kdim = d_in if kdim is None else check_positive_int("kdim", kdim)
         self.vdim = self.kdim if vdim is None else check_positive_int("vdim", vdim)
         self.dropout = check_probability("dropout", dropout)
@@ -273,94 +424,6 @@ class MultiHeadAttention(nn.Module):
         if average_attn_weights:
             attn_weights = attn_weights.mean(dim=-3)  # (B, H, L, S) -> (B, L, S)
         return output, attn_weights
-
-    def split_heads(self, x: Tensor) -> Tensor:
-        """Split a projection's width into heads of ``head_dim`` and move heads forward.
-
-        Works for any number of heads (``width // head_dim``), so a variant with fewer
-        key/value heads than query heads uses it too.
-
-        Args:
-            x: A projected sequence.
-
-        Returns:
-            The same numbers, one ``(T, D)`` slice per head.
-
-        Shape:
-            x: ``(B, T, H * D)``; output: ``(B, H, T, D)`` (drop ``B`` for unbatched).
-        """
-        # (B, T, H * D) -> (B, T, H, D) -> (B, H, T, D)
-        num_heads = x.shape[-1] // self.head_dim
-        return x.view(*x.shape[:-1], num_heads, self.head_dim).transpose(-3, -2)
-
-    def merge_heads(self, x: Tensor) -> Tensor:
-        """Undo [`split_heads`][attnlab.MultiHeadAttention.split_heads]: heads side by side.
-
-        Args:
-            x: Per-head context vectors.
-
-        Returns:
-            The heads concatenated along the width.
-
-        Shape:
-            x: ``(B, H, T, D)``; output: ``(B, T, H * D)``.
-        """
-        return x.transpose(-3, -2).flatten(-2)  # (B, H, T, D) -> (B, T, H, D) -> (B, T, H * D)
-
-    def position_queries_keys(self, queries: Tensor, keys: Tensor) -> tuple[Tensor, Tensor]:
-        """Where positions enter queries and keys (e.g. rotary embeddings); here none do.
-
-        A subclass that encodes positions in the queries and keys overrides this; plain
-        multi-head attention returns them unchanged.
-
-        Args:
-            queries: Per-head queries.
-            keys: Per-head keys.
-
-        Returns:
-            ``(queries, keys)``, transformed by position.
-
-        Shape:
-            queries: ``(B, H, L, D)``; keys: ``(B, H_kv, S, D)``; outputs: the same.
-        """
-        return queries, keys
-
-    def attend_heads(
-        self,
-        queries: Tensor,
-        keys: Tensor,
-        values: Tensor,
-        attn_mask: Tensor | None,
-        is_causal: bool,
-        need_weights: bool,
-    ) -> tuple[Tensor, Tensor | None]:
-        """Attention in every head at once, through the module's backend.
-
-        With ``need_weights`` the explicit path computes the weights too, whatever the
-        backend. Dropout acts in training only.
-
-        Args:
-            queries: Per-head queries.
-            keys: Per-head keys.
-            values: Per-head values.
-            attn_mask: A merged mask, or ``None``.
-            is_causal: SDPA's causal flag (only without ``attn_mask``).
-            need_weights: Also return the per-head attention weights.
-
-        Returns:
-            ``(context_vecs, attn_weights)``; the weights are ``None`` unless asked for.
-
-        Shape:
-            queries: ``(B, H, L, D)``; keys, values: ``(B, H, S, D)``;
-            context_vecs: ``(B, H, L, D)``; attn_weights: ``(B, H, L, S)``.
-        """
-        dropout_p = self.dropout if self.training else 0.0
-        if need_weights:
-            return attention_with_weights(queries, keys, values, attn_mask, dropout_p, is_causal)
-        context_vecs = attend(
-            queries, keys, values, attn_mask, dropout_p, is_causal, backend=self.backend
-        )  # (B, H, L, D)
-        return context_vecs, None
 
     def _check_inputs(
         self, query: object, key: object, value: object
