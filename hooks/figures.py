@@ -132,13 +132,11 @@ def softmax_scaling() -> Figure:
 @functools.cache
 def _dot_variances() -> tuple[list[int], list[float], list[float]]:
     """Variance of ``q · k`` and ``q · k / sqrt(d)``: the scaling chapter's seeded draws."""
-    generator = torch.Generator().manual_seed(123)
     dims = [1, 4, 5, 16, 64, 100, 256]
     unscaled, scaled = [], []
     for d in dims:
-        q = torch.randn(10_000, d, generator=generator, dtype=torch.float64)  # (n, d)
-        k = torch.randn(10_000, d, generator=generator, dtype=torch.float64)  # (n, d)
-        dots = (q * k).sum(dim=-1)  # (n,)
+        q, k = examples.random_query_key_pairs(d)  # (10_000, d) each, seed 123
+        dots = (q * k).sum(dim=-1)  # (10_000,)
         unscaled.append(float(dots.var()))
         scaled.append(float((dots / math.sqrt(d)).var()))
     return dims, unscaled, scaled

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from attnlab import examples
@@ -56,3 +57,65 @@ def test_second_sequence_has_its_own_reproducible_draw() -> None:
     torch.manual_seed(123)
     W_query = torch.rand(24, 16)  # the weights the tutorial draws under seed 123
     assert not torch.equal(first, W_query[:8])
+
+
+def test_seeded_weights_are_the_parameters_of_self_attention_v1() -> None:
+    """Under the same seed, seeded_weights draws what SelfAttentionV1 draws, in its order."""
+    from attnlab import SelfAttentionV1
+
+    torch.manual_seed(123)
+    module = SelfAttentionV1(3, 2)
+    weights = examples.seeded_weights(3, 2)
+    parameters = (module.W_query, module.W_key, module.W_value)
+    for drawn, parameter in zip(weights, parameters, strict=True):
+        assert torch.equal(drawn, parameter.detach())
+    expected_row = torch.tensor([0.2961, 0.5166])  # as the trainable-weights chapter prints it
+    torch.testing.assert_close(weights.W_query[0], expected_row, atol=1e-4, rtol=0)
+
+
+def test_seeded_weights_drawn_transposed_reproduce_the_column_convention() -> None:
+    """drawn_transposed=True: inputs @ W equals the article's W @ x, with d_v of its own."""
+    inputs = examples.life_is_short().inputs  # (6, 16)
+    W_query, W_key, W_value = examples.seeded_weights(16, 24, d_v=28, drawn_transposed=True)
+    assert (W_query.shape, W_key.shape, W_value.shape) == ((16, 24), (16, 24), (16, 28))
+    torch.manual_seed(123)
+    article_query, _, article_value = torch.rand(24, 16), torch.rand(24, 16), torch.rand(28, 16)
+    torch.testing.assert_close(inputs[1] @ W_query, article_query @ inputs[1])
+    torch.testing.assert_close(inputs @ W_value, (article_value @ inputs.T).T)
+
+
+def test_seeded_weights_leave_the_global_random_state_alone() -> None:
+    torch.manual_seed(0)
+    state = torch.get_rng_state()
+    first = examples.seeded_weights(3, 2, seed=7)
+    assert torch.equal(torch.get_rng_state(), state)
+    again = examples.seeded_weights(3, 2, seed=7)
+    assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
+    assert not torch.equal(first.W_query, examples.seeded_weights(3, 2, seed=8).W_query)
+
+
+def test_seeded_weights_reject_bad_widths() -> None:
+    for kwargs, name in (({"d_in": 0, "d_out": 2}, "d_in"), ({"d_in": 3, "d_out": -1}, "d_out")):
+        with pytest.raises(ValueError, match=name):
+            examples.seeded_weights(**kwargs)
+    with pytest.raises(ValueError, match="d_v"):
+        examples.seeded_weights(3, 2, d_v=0)
+
+
+def test_random_query_key_pairs_give_dot_products_of_variance_d() -> None:
+    """Each width has its own reproducible draw; Var(q . k) is close to d_k."""
+    queries, keys = examples.random_query_key_pairs(64)
+    assert queries.shape == keys.shape == (10_000, 64)
+    assert queries.dtype == torch.float64
+    assert not torch.equal(queries, keys)
+    again, _ = examples.random_query_key_pairs(64)
+    assert torch.equal(queries, again)
+    variance = (queries * keys).sum(dim=-1).var().item()
+    assert 60 < variance < 68  # 64 within about 2.5 standard errors (sd of the estimate ~ 1.3)
+
+
+def test_random_query_key_pairs_reject_bad_sizes() -> None:
+    with pytest.raises(ValueError, match="d_k"):
+        examples.random_query_key_pairs(0)
+    with pytest.raises(ValueError, match="num_pairs"):
+        examples.random_query_key_pairs(4, num_pairs=0)

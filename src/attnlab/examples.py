@@ -22,12 +22,15 @@ from ._validation import check_int, check_positive_int
 __all__ = [
     "EmbeddedSentence",
     "IllustratedExample",
+    "QKVWeights",
     "Sentence",
     "build_vocab",
     "dream_big",
     "illustrated",
     "life_is_short",
+    "random_query_key_pairs",
     "second_sequence",
+    "seeded_weights",
     "tokenize",
     "your_journey",
 ]
@@ -83,6 +86,20 @@ class IllustratedExample(NamedTuple):
     inputs: Tensor
     W_key: Tensor
     W_query: Tensor
+    W_value: Tensor
+
+
+class QKVWeights(NamedTuple):
+    """Three projection matrices that multiply from the right: ``inputs @ W_query``.
+
+    Attributes:
+        W_query: Shape ``(d_in, d_out)``.
+        W_key: Shape ``(d_in, d_out)``.
+        W_value: Shape ``(d_in, d_v)``.
+    """
+
+    W_query: Tensor
+    W_key: Tensor
     W_value: Tensor
 
 
@@ -222,3 +239,85 @@ def second_sequence(num_tokens: int = 8, embed_dim: int = 16, seed: int = 456) -
     check_int("seed", seed)
     generator = torch.Generator().manual_seed(seed)
     return torch.rand(num_tokens, embed_dim, generator=generator)
+
+
+def seeded_weights(
+    d_in: int,
+    d_out: int,
+    *,
+    d_v: int | None = None,
+    seed: int = 123,
+    drawn_transposed: bool = False,
+) -> QKVWeights:
+    """The tutorials' seeded query, key and value matrices, uniform in ``[0, 1)``.
+
+    Reproduces ``torch.manual_seed(seed)`` followed by three ``torch.rand`` draws in
+    the order query, key, value, without touching the global random state. By default
+    each matrix is drawn as ``torch.rand(d_in, d_out)``, exactly as
+    [`SelfAttentionV1`][attnlab.SelfAttentionV1] draws its parameters, so under the same
+    seed the two hold the same numbers.
+
+    With ``drawn_transposed=True`` each matrix is drawn as ``torch.rand(d_out, d_in)``,
+    the layout of the from-scratch article (which writes ``W_query @ x``) and of
+    ``nn.Linear.weight``, and returned transposed: ``inputs @ W_query`` then gives the
+    article's numbers in the row convention of the rest of the site.
+
+    Args:
+        d_in: Width of each input row.
+        d_out: Width of the queries and keys.
+        d_v: Width of the values; defaults to ``d_out``.
+        seed: The seed set before the first draw.
+        drawn_transposed: Draw ``(d_out, d_in)`` matrices and return their transposes.
+
+    Returns:
+        ``(W_query, W_key, W_value)``, float32.
+
+    Raises:
+        ValueError: A width that is not positive.
+
+    Shape:
+        W_query: ``(d_in, d_out)``; W_key: ``(d_in, d_out)``; W_value: ``(d_in, d_v)``.
+    """
+    check_positive_int("d_in", d_in)
+    check_positive_int("d_out", d_out)
+    d_v = d_out if d_v is None else check_positive_int("d_v", d_v)
+    check_int("seed", seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        if drawn_transposed:
+            drawn = [torch.rand(width, d_in) for width in (d_out, d_out, d_v)]  # (width, d_in)
+            return QKVWeights(*(w.transpose(-2, -1) for w in drawn))  # (d_in, width) each
+        return QKVWeights(*(torch.rand(d_in, width) for width in (d_out, d_out, d_v)))
+
+
+def random_query_key_pairs(
+    d_k: int, num_pairs: int = 10_000, seed: int = 123
+) -> tuple[Tensor, Tensor]:
+    """Random query and key vectors with independent standard-normal entries (float64).
+
+    The draws of the chapter on scaling: each width gets its own generator seeded
+    with ``seed``, queries drawn first, so an experiment at one width gives the same
+    numbers whatever other widths were run before it. The global random state is
+    untouched.
+
+    Args:
+        d_k: Width of each query and key.
+        num_pairs: How many ``(query, key)`` pairs.
+        seed: Seed of the private generator.
+
+    Returns:
+        ``(queries, keys)``; row ``i`` of each makes pair ``i``.
+
+    Raises:
+        ValueError: ``d_k`` or ``num_pairs`` is not positive.
+
+    Shape:
+        queries: ``(num_pairs, d_k)``; keys: ``(num_pairs, d_k)``.
+    """
+    check_positive_int("d_k", d_k)
+    check_positive_int("num_pairs", num_pairs)
+    check_int("seed", seed)
+    generator = torch.Generator().manual_seed(seed)
+    queries = torch.randn(num_pairs, d_k, generator=generator, dtype=torch.float64)
+    keys = torch.randn(num_pairs, d_k, generator=generator, dtype=torch.float64)
+    return queries, keys
