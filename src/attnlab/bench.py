@@ -209,6 +209,17 @@ def plot_sweep(results: dict[str, Any], metric: str = "median_ms") -> Any:
     return fig
 
 
+def _plain_log_ticks(ax: Any, values: list[float]) -> None:
+    """Label a log y axis at 1, 2, 3, 5, 10, 20 ... (those within the range of ``values``)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    low, high = min(values) / 1.25, max(values) * 1.25
+    ticks = [m * 10.0**e for e in range(-1, 5) for m in (1, 2, 3, 5) if low <= m * 10.0**e <= high]
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
 def plot_decode(results: dict[str, Any], target: float = 10.0) -> Any:
     """Decoding time against ``T``, with a cache and recomputing, and the speed-up.
 
@@ -239,6 +250,7 @@ def plot_decode(results: dict[str, Any], target: float = 10.0) -> Any:
         ax.set_yscale("log")
         ax.set_xlabel("tokens decoded T")
         ax.grid(True, which="major", alpha=0.3)
+    _plain_log_ticks(right, [target, *(row["speedup"] for row in steps)])
     return fig
 
 
@@ -271,6 +283,7 @@ def plot_window(results: dict[str, Any]) -> Any:
         ax.set_xlabel("sequence length T (tokens)")
         ax.set_ylabel(label)
         ax.grid(True, which="major", alpha=0.3)
+    _plain_log_ticks(axes[1], [row["peak_mib"] for row in results["rows"]])
     axes[0].set_title("time")
     axes[1].set_title("memory")
     axes[0].legend(fontsize="small")
