@@ -38,7 +38,7 @@ test: setup
 	$(PY) -m pytest -n auto --dist loadgroup
 
 bench: setup
-	$(PY) -m attnlab.bench --output docs/efficient/benchmark-results.json
+	$(PY) -m attnlab.bench --all --output src/attnlab/results
 
 lint: setup
 	$(PY) -m ruff check src tests hooks scripts

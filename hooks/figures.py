@@ -351,6 +351,22 @@ def bench_memory() -> Figure:
     return figure
 
 
+def decode_time() -> Figure:
+    """Decoding with a KV cache against recomputing the prefix, from the recorded run."""
+    from attnlab.bench import load_results, plot_decode
+
+    figure: Figure = plot_decode(load_results("decode"))
+    return figure
+
+
+def window_cost() -> Figure:
+    """Sliding-window against causal flash attention, time and memory, from the recorded run."""
+    from attnlab.bench import load_results, plot_window
+
+    figure: Figure = plot_window(load_results("window"))
+    return figure
+
+
 # --- conceptual diagrams (attnlab.diagrams: one colour per role on every diagram) -------
 
 _SMALL_CELL = (1.4, 0.7)
@@ -1394,6 +1410,8 @@ FIGURES: dict[str, FigureBuilder] = {
     "recall-scores": recall_scores,
     "bench-time": bench_time,
     "bench-memory": bench_memory,
+    "decode-time": decode_time,
+    "window-cost": window_cost,
     # conceptual diagrams (attnlab.diagrams)
     "rnn-vs-attention": rnn_vs_attention,
     "tokens-to-vectors": tokens_to_vectors,
@@ -1455,16 +1473,18 @@ def render_svg(build: FigureBuilder, scheme: str) -> str:
 
 
 def _source_key() -> str:
-    """A hash of the package's source, this hook's and the recorded benchmark data.
+    """A hash of the package's source, this hook's and every recorded benchmark run.
 
     A change to any of them invalidates the memo.
     """
-    from attnlab.bench import DEFAULT_RESULTS_PATH
+    from attnlab.bench import RESULT_NAMES, results_file
 
     digest = hashlib.sha256(f"matplotlib {mpl.__version__}".encode())
     sources = sorted(Path(attnlab.__file__).parent.rglob("*.py"))
-    for path in [*sources, Path(__file__), Path(DEFAULT_RESULTS_PATH)]:
+    for path in [*sources, Path(__file__)]:
         digest.update(path.read_bytes())
+    for name in RESULT_NAMES:
+        digest.update(results_file(name).read_bytes())
     return digest.hexdigest()
 
 

@@ -1,7 +1,10 @@
 """The package stands alone: its wheel works in a fresh environment outside the repository.
 
-One test, scheduled first because it takes tens of seconds (it overlaps the rest of a
-parallel run): it builds the wheel from the files a wheel is made of, creates a fresh
+A cheap test checks that the recorded benchmark runs the chapters read are package
+data: a fresh interpreter, started outside the repository, finds each of them through
+``importlib.resources`` inside the package, and the wheel's package-data globs cover
+them. The long one, scheduled first because it takes tens of seconds (it overlaps the
+rest of a parallel run), builds the wheel from the files a wheel is made of, creates a fresh
 virtual environment in a temporary directory with only PyTorch and Jupyter's kernel
 and client, and executes a chapter's downloadable notebook there. The environment
 does not have ``attnlab``: the notebook's first cell installs the wheel, and every
@@ -16,11 +19,16 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
+import zipfile
+from fnmatch import fnmatch
 from importlib.metadata import version
 from pathlib import Path
 
 import nbformat
 import pytest
+
+from attnlab.bench import RESULT_NAMES
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CHAPTER = REPO_ROOT / "docs" / "transformer" / "causal-attention.md"
@@ -47,6 +55,23 @@ nbformat.write(notebook, sys.argv[1])
 """
 
 WHERE = "import attnlab, attnlab.bench; print(attnlab.__file__)"
+
+RECORDED = """
+import json
+from importlib import resources
+from pathlib import Path
+
+import attnlab
+from attnlab.bench import RESULT_NAMES, load_results
+
+found = {}
+for name in RESULT_NAMES:
+    file = resources.files("attnlab") / "results" / f"{name}.json"
+    assert load_results(name) == json.loads(file.read_text(encoding="utf-8")), name
+    found[name] = str(file)
+print(json.dumps({"package": str(Path(attnlab.__file__).parent), "files": found}))
+"""
+"""Resolve every recorded run through importlib.resources and read it by name."""
 
 
 def run(args: list[str | Path], cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -92,11 +117,30 @@ def build_wheel(tmp_path: Path) -> Path:
     return wheel
 
 
+def test_recorded_runs_resolve_as_package_data_in_a_fresh_interpreter(tmp_path: Path) -> None:
+    """Outside the repository, each recorded run is found inside the package, by name."""
+    answer = json.loads(run([sys.executable, "-c", RECORDED], cwd=tmp_path))
+    package = Path(answer["package"])
+    assert set(answer["files"]) == set(RESULT_NAMES)
+    for path in map(Path, answer["files"].values()):
+        assert path.is_file() and path.parent == package / "results", path
+    # the wheel carries them: pyproject's package data covers every recorded file
+    config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    globs = config["tool"]["setuptools"]["package-data"]["attnlab"]
+    shipped = sorted((REPO_ROOT / "src" / "attnlab" / "results").iterdir())
+    assert shipped and all(
+        any(fnmatch(f"results/{path.name}", glob) for glob in globs) for path in shipped
+    )
+
+
 @pytest.mark.long
 def test_a_chapter_notebook_installs_the_wheel_and_runs_outside_the_repository(
     tmp_path: Path,
 ) -> None:
     wheel = build_wheel(tmp_path)
+    with zipfile.ZipFile(wheel) as archive:
+        recorded = {name for name in archive.namelist() if name.startswith("attnlab/results/")}
+    assert recorded == {f"attnlab/results/{name}.json" for name in RESULT_NAMES}
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", venv], cwd=tmp_path)
     python = venv / "bin" / "python"
@@ -142,3 +186,6 @@ def test_a_chapter_notebook_installs_the_wheel_and_runs_outside_the_repository(
         )
     )
     assert "attention_weights" in files
+    # the recorded benchmark runs the chapters print, read from the installed wheel
+    recorded_files = json.loads(run([python, "-c", RECORDED], cwd=work, env=env))["files"]
+    assert all(venv in Path(path).parents for path in recorded_files.values())

@@ -24,7 +24,7 @@ from .functional import (
     softmax_naive,
 )
 from .gqa import GroupedQueryAttention
-from .kv_cache import KVCache
+from .kv_cache import KVCache, kv_cache_bytes_per_token
 from .masks import causal_mask, mask_from_torch, mask_to_torch, sliding_window_mask
 from .multihead import (
     AttentionHeads,
@@ -61,6 +61,7 @@ __all__ = [
     "examples",
     "flash_attention",
     "flash_visited_blocks",
+    "kv_cache_bytes_per_token",
     "mask_from_torch",
     "mask_to_torch",
     "repeat_kv_heads",

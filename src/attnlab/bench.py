@@ -1,12 +1,28 @@
 """Benchmark: explicit attention, ``flash_attention`` and PyTorch's kernels, side by side.
 
-Run it from a checkout (it needs the ``bench`` extra: tqdm, matplotlib, numpy)::
+It needs the ``bench`` extra (tqdm, matplotlib, numpy)::
 
-    python -m attnlab.bench            # the full sweep, written to ./benchmark-results.json
-    python -m attnlab.bench --quick    # tiny sizes, to check that everything runs
+    python -m attnlab.bench               # the forward sweep, written to ./forward.json
+    python -m attnlab.bench --quick       # tiny sizes, to check that everything runs
+    python -m attnlab.bench --decode --window --output DIR   # other runs, into DIR
+    python -m attnlab.bench --all --output src/attnlab/results   # `make bench`
 
-What it measures, each configuration in a fresh process (forked from a server that
-has imported torch and nothing else, so no configuration sees another's memory):
+Each run writes ``<name>.json`` into ``--output`` (default: the current directory).
+The recorded results the docs print and plot ship inside the package, as
+``attnlab/results/<name>.json``; [`load_results`][attnlab.bench.load_results] reads them
+by name, from a checkout or from an installed wheel alike. The runs:
+
+* ``forward`` (the default): the sweep below;
+* ``backward`` (``--backward``): forward+backward memory and backward time;
+* ``ring`` (``--ring``): ring attention's memory per rank;
+* ``decode`` (``--decode``): decoding token by token through a ``KVCache`` against
+  recomputing the prefix at every step, and the KV cache's bytes per token;
+* ``window`` (``--window``): sliding-window flash attention against full causal flash
+  attention as ``T`` grows.
+
+What the forward sweep measures, each configuration in a fresh process (forked from a
+server that has imported torch and nothing else, so no configuration sees another's
+memory):
 
 * **time**: the median of repeated forward passes under ``torch.no_grad()``, after
   one warm-up pass;
@@ -41,29 +57,49 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 import torch
 
 __all__ = [
-    "BACKWARD_RESULTS_PATH",
-    "DEFAULT_RESULTS_PATH",
-    "RING_RESULTS_PATH",
+    "RESULT_NAMES",
+    "kv_cache_sizes",
     "load_results",
     "main",
+    "plot_decode",
     "plot_sweep",
+    "plot_window",
+    "results_file",
     "run_backward_benchmark",
     "run_benchmark",
+    "run_decode_benchmark",
     "run_ring_memory",
+    "run_window_benchmark",
 ]
 
-DEFAULT_RESULTS_PATH = Path(__file__).resolve().parents[2] / "docs/efficient/benchmark-results.json"
-"""The recorded results the docs read, in a checkout: ``docs/efficient/benchmark-results.json``.
+RESULT_NAMES = ("forward", "backward", "ring", "decode", "window")
+"""The recorded runs, by name: each is ``attnlab/results/<name>.json`` in the package."""
 
-Only read from (``load_results``); the command line writes to ``--output``, by default
-``benchmark-results.json`` in the current directory, never into the installed package.
-"""
+
+def results_file(name: str) -> Traversable:
+    """The recorded results file of run ``name``, inside the installed package.
+
+    Read through ``importlib.resources``, so it is found wherever the package is: a
+    checkout's ``src/attnlab/results/`` or an installed wheel.
+
+    Args:
+        name: One of ``RESULT_NAMES``.
+
+    Returns:
+        The file, as an ``importlib.resources`` traversable (``read_text()`` reads it).
+    """
+    if name not in RESULT_NAMES:
+        raise ValueError(f"name must be one of {', '.join(RESULT_NAMES)}; got {name!r}")
+    return resources.files("attnlab") / "results" / f"{name}.json"
+
 
 METHODS = ("explicit", "flash", "sdpa", "sdpa_math")
 """The attention methods of the sweep, in the order the tables list them."""
@@ -100,19 +136,30 @@ QUICK: dict[str, Any] = {
 MIB = 2**20
 
 
-def load_results(path: Path | str = DEFAULT_RESULTS_PATH) -> dict[str, Any]:
-    """Read recorded benchmark results.
+def load_results(source: str | os.PathLike[str] = "forward") -> dict[str, Any]:
+    """Read benchmark results: a recorded run by name, or a file the command line wrote.
 
     Args:
-        path: A JSON file written by ``python -m attnlab.bench``; defaults to the one
-            the docs show.
+        source: A name in ``RESULT_NAMES`` (the recorded run the docs show; by default
+            the forward sweep), or the path of a JSON file written by
+            ``python -m attnlab.bench``.
 
     Returns:
-        The results: ``machine``, ``matmul_gflops``, ``sweep`` (one entry per method,
-        ``T`` and ``causal``), ``modules`` and ``large_run``.
+        The results. ``forward``: ``machine``, ``matmul_gflops``, ``sweep`` (one entry
+        per method, ``T`` and ``causal``), ``modules`` and ``large_run``; the other runs
+        as their ``run_*`` function returns them.
     """
-    with open(path, encoding="utf-8") as file:
-        results: dict[str, Any] = json.load(file)
+    if isinstance(source, str) and source in RESULT_NAMES:
+        text = results_file(source).read_text(encoding="utf-8")
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise ValueError(
+                f"source must be one of {', '.join(RESULT_NAMES)} or a results file; "
+                f"got {str(source)!r}"
+            )
+        text = path.read_text(encoding="utf-8")
+    results: dict[str, Any] = json.loads(text)
     return results
 
 
@@ -162,6 +209,87 @@ def plot_sweep(results: dict[str, Any], metric: str = "median_ms") -> Any:
     return fig
 
 
+def _plain_log_ticks(ax: Any, values: list[float]) -> None:
+    """Label a log y axis at 1, 2, 3, 5, 10, 20 ... (those within the range of ``values``)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    low, high = min(values) / 1.25, max(values) * 1.25
+    ticks = [m * 10.0**e for e in range(-1, 5) for m in (1, 2, 3, 5) if low <= m * 10.0**e <= high]
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def plot_decode(results: dict[str, Any], target: float = 10.0) -> Any:
+    """Decoding time against ``T``, with a cache and recomputing, and the speed-up.
+
+    Args:
+        results: The ``decode`` results, as ``run_decode_benchmark`` returns them.
+        target: A speed-up to mark with a dashed line.
+
+    Returns:
+        A ``matplotlib.figure.Figure`` with two log-log panels: total time, speed-up.
+    """
+    import matplotlib.pyplot as plt  # the plot extra; not needed to import attnlab
+
+    steps = results["steps"]
+    ts = [row["T"] for row in steps]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.8), layout="constrained")
+    left.plot(ts, [row["recompute_s"] for row in steps], marker="o", label="recompute the prefix")
+    left.plot(ts, [row["cached_s"] for row in steps], marker="s", label="KV cache")
+    left.set_ylabel("time to decode T tokens (s)")
+    left.set_title("total decoding time")
+    left.legend(fontsize="small")
+    right.plot(ts, [row["speedup"] for row in steps], marker="D", color="C2", label="speed-up")
+    right.axhline(target, color="C3", linestyle="--", label=f"target {target:g}x")
+    right.set_ylabel("recompute time / cached time")
+    right.set_title("speed-up of the cache")
+    right.legend(fontsize="small")
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("tokens decoded T")
+        ax.grid(True, which="major", alpha=0.3)
+    _plain_log_ticks(right, [target, *(row["speedup"] for row in steps)])
+    return fig
+
+
+def plot_window(results: dict[str, Any]) -> Any:
+    """Sliding-window against full causal flash attention: time and memory against ``T``.
+
+    Args:
+        results: The ``window`` results, as ``run_window_benchmark`` returns them.
+
+    Returns:
+        A ``matplotlib.figure.Figure`` with two log-log panels: time, peak extra memory.
+    """
+    import matplotlib.pyplot as plt  # the plot extra; not needed to import attnlab
+
+    window = results["config"]["window"]
+    names = {"causal": "causal flash", "window": f"window {window} flash"}
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8), layout="constrained")
+    panels = (("median_ms", "time per call (ms)"), ("peak_mib", "peak extra memory (MiB)"))
+    for ax, (metric, label) in zip(axes, panels, strict=True):
+        for method, marker in (("causal", "o"), ("window", "s")):
+            rows = [row for row in results["rows"] if row["method"] == method]
+            ax.plot(
+                [row["T"] for row in rows],
+                [row[metric] for row in rows],
+                marker=marker,
+                label=names[method],
+            )
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("sequence length T (tokens)")
+        ax.set_ylabel(label)
+        ax.grid(True, which="major", alpha=0.3)
+    _plain_log_ticks(axes[1], [row["peak_mib"] for row in results["rows"]])
+    axes[0].set_title("time")
+    axes[1].set_title("memory")
+    axes[0].legend(fontsize="small")
+    return fig
+
+
 # ---------------------------------------------------------------- measuring, in a child
 
 
@@ -184,15 +312,21 @@ def _release_free_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-def _measure(run: Callable[[], torch.Tensor], repeats: int, budget_s: float) -> dict[str, Any]:
+def _measure(
+    run: Callable[[], torch.Tensor],
+    repeats: int,
+    budget_s: float,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, Any]:
     """Warm up, then time repeated calls, the first of which also measures peak memory.
 
     The number of calls is ``repeats``, cut down to fit about ``budget_s`` seconds
-    (at least one).
+    (at least one). ``clock`` reads the time: wall-clock by default,
+    ``time.process_time`` for the process's CPU time.
     """
-    start = time.perf_counter()
+    start = clock()
     output = run()  # warm-up: thread pools, kernels, caches
-    first_s = time.perf_counter() - start
+    first_s = clock() - start
     output_bytes = output.numel() * output.element_size()
     del output
     _release_free_memory()
@@ -205,9 +339,9 @@ def _measure(run: Callable[[], torch.Tensor], repeats: int, budget_s: float) -> 
     except OSError:
         baseline_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         method = "ru_maxrss"
-    start = time.perf_counter()
+    start = clock()
     output = run()
-    times = [time.perf_counter() - start]  # the measured pass is also the first timing
+    times = [clock() - start]  # the measured pass is also the first timing
     if method == "VmHWM":
         peak_kib = _read_status_kib("VmHWM") or 0
     else:
@@ -217,9 +351,9 @@ def _measure(run: Callable[[], torch.Tensor], repeats: int, budget_s: float) -> 
 
     n = max(1, min(repeats, math.ceil(budget_s / max(first_s, 1e-6))))
     for _ in range(n - 1):
-        start = time.perf_counter()
+        start = clock()
         run()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return {
         "median_ms": statistics.median(times) * 1e3,
         "repeats": n,
@@ -454,9 +588,6 @@ def run_benchmark(quick: bool = False, progress: bool = True) -> dict[str, Any]:
 
 # ------------------------------------------------------- forward + backward, issue 13
 
-BACKWARD_RESULTS_PATH = DEFAULT_RESULTS_PATH.with_name("backward-results.json")
-"""Where the forward+backward results live: ``docs/efficient/backward-results.json``."""
-
 
 def _backward_worker(spec: dict[str, Any]) -> dict[str, Any]:
     """One forward+backward configuration, in a fresh child: peak memory, backward time."""
@@ -530,10 +661,6 @@ def run_backward_benchmark(quick: bool = False) -> dict[str, Any]:
     }
 
 
-RING_RESULTS_PATH = DEFAULT_RESULTS_PATH.with_name("ring-results.json")
-"""Where the ring attention memory results live: ``docs/efficient/ring-results.json``."""
-
-
 def _ring_rank(rank: int, world_size: int, T: int) -> dict[str, float]:
     """One rank of the ring measurement: its shard, then its peak extra memory."""
     from attnlab import ring
@@ -570,41 +697,292 @@ def run_ring_memory(T: int = 4096, world_sizes: tuple[int, ...] = (1, 2, 4)) -> 
     return {"note": "recorded on a shared 2-core machine", "runs": runs}
 
 
+# ------------------------------------------------- decoding with a KV cache, issue 12
+
+DECODE_FULL: dict[str, Any] = {
+    "d_model": 512,
+    "num_heads": 8,
+    "num_kv_heads": 2,
+    "T": [128, 256, 512, 1024, 2048],
+    "stride": 16,
+}
+DECODE_QUICK: dict[str, Any] = {
+    "d_model": 64,
+    "num_heads": 4,
+    "num_kv_heads": 2,
+    "T": [16, 32],
+    "stride": 4,
+}
+LLAMA3_8B: dict[str, Any] = {"num_layers": 32, "num_heads": 32, "head_dim": 128}
+"""The attention shape of Llama 3 8B, for the KV cache's bytes per token."""
+
+CPU_CLOCK = "CPU time of the measuring process (time.process_time), torch on 1 thread"
+"""How the decode and window runs read time: on a shared machine, wall-clock time
+would also count the time other jobs hold the cores."""
+
+
+def _machine_info() -> dict[str, Any]:
+    """The software and the machine a run was recorded on, and how busy it was."""
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (math.nan,)
+    return {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "load_average_1min": round(load[0], 2),
+    }
+
+
+def kv_cache_sizes(dtype: torch.dtype = torch.bfloat16) -> dict[str, dict[str, int]]:
+    """The KV cache's bytes per token at Llama 3 8B's shape, for MHA, GQA and MQA.
+
+    Computed with [`kv_cache_bytes_per_token`][attnlab.kv_cache_bytes_per_token], not
+    measured: 32 layers, 32 query heads of 128, and 32, 8 or 1 key/value heads.
+    """
+    from attnlab import kv_cache_bytes_per_token
+
+    shape = LLAMA3_8B
+    return {
+        name: {
+            "num_kv_heads": kv_heads,
+            "bytes_per_token": kv_cache_bytes_per_token(
+                shape["num_layers"], kv_heads, shape["head_dim"], dtype
+            ),
+        }
+        for name, kv_heads in (("MHA", shape["num_heads"]), ("GQA", 8), ("MQA", 1))
+    }
+
+
+def _decode_worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """Decode ``max(T)`` tokens with a cache, then by recomputing; in a fresh child.
+
+    The cached decoder's steps are all timed. The recomputing decoder's step ``n``
+    (a forward pass over the ``n`` tokens so far, keeping the last row) costs the same
+    whatever the tokens are, so it is timed for one length in each run of ``stride``
+    steps, the middle one (``n = stride * k + stride // 2``), and counts for all of them.
+    """
+    import attnlab
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    d, stride, n = spec["d_model"], spec["stride"], max(spec["T"])
+    layer = attnlab.GroupedQueryAttention(d, spec["num_heads"], spec["num_kv_heads"]).eval()
+    x = torch.randn(1, n, d)  # (B, T, d_model)
+    clock = time.process_time
+    with torch.no_grad():
+        warm = attnlab.KVCache()  # warm-up: kernels and allocator, both ways
+        for t in range(min(n, 2 * stride)):
+            layer(x[:, t : t + 1], cache=warm)
+            layer(x[:, : t + 1])
+
+        cache, rows, elapsed = attnlab.KVCache(), [], 0.0
+        cached_total = {}  # tokens decoded -> CPU seconds so far
+        for t in range(n):
+            start = clock()
+            rows.append(layer(x[:, t : t + 1], cache=cache))  # (1, 1, d_model)
+            elapsed += clock() - start
+            cached_total[t + 1] = elapsed
+
+        recompute_step, max_diff = {}, 0.0  # sampled prefix length -> CPU seconds
+        for length in range(stride // 2, n + 1, stride):
+            start = clock()
+            last = layer(x[:, :length])[:, -1:]  # (1, 1, d_model): the newest token's row
+            recompute_step[length] = clock() - start
+            max_diff = max(max_diff, float((last - rows[length - 1]).abs().max()))
+
+    steps = []
+    for T in spec["T"]:
+        recompute = stride * sum(s for length, s in recompute_step.items() if length <= T)
+        steps.append(
+            {
+                "T": T,
+                "cached_s": cached_total[T],
+                "recompute_s": recompute,
+                "speedup": recompute / cached_total[T],
+            }
+        )
+    return {"steps": steps, "max_abs_diff": max_diff, "cache_bytes": cache.nbytes}
+
+
+def run_decode_benchmark(quick: bool = False) -> dict[str, Any]:
+    """Cached decoding against recomputing the prefix, and the KV cache's size.
+
+    One ``GroupedQueryAttention`` layer (full: width 512, 8 query heads sharing 2
+    key/value heads of 64; batch 1, float32) decodes ``T = 2048`` tokens one at a time
+    (``quick``: width 64, 32 tokens), in a fresh process: through a
+    [`KVCache`][attnlab.KVCache], and by running the layer over the whole prefix at
+    every step and keeping the last row, as a decoder without a cache does. The total
+    for each ``T`` is the first ``T`` steps of that one run. Time is CPU time on one
+    thread (``CPU_CLOCK``). Also records the KV cache's bytes per token at Llama 3 8B's
+    shape ([`kv_cache_sizes`][attnlab.bench.kv_cache_sizes]).
+    """
+    import multiprocessing
+
+    from attnlab.bench import _decode_worker as worker  # pickled by reference
+
+    config = DECODE_QUICK if quick else DECODE_FULL
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch", "attnlab"])
+    machine = _machine_info()
+    with ctx.Pool(1, maxtasksperchild=1) as pool:
+        measured = pool.apply(worker, (config,))
+    return {
+        "note": "recorded on a shared 2-core machine, busy with other jobs: "
+        "times are CPU time, not wall-clock",
+        "machine": machine,
+        "quick": quick,
+        "clock": CPU_CLOCK,
+        "config": {
+            **{key: config[key] for key in ("d_model", "num_heads", "num_kv_heads")},
+            "head_dim": config["d_model"] // config["num_heads"],
+            "B": 1,
+            "dtype": "float32",
+            "recompute_sampled_every": config["stride"],
+        },
+        **measured,
+        "kv_cache_shape": {**LLAMA3_8B, "model": "Llama 3 8B", "dtype": "bfloat16"},
+        "kv_cache_bytes_per_token": kv_cache_sizes(),
+    }
+
+
+# ------------------------------------------------ sliding-window flash, issue 12
+
+WINDOW_FULL: dict[str, Any] = {
+    "T": [512, 1024, 2048, 4096, 8192],
+    "window": 256,
+    "heads": 12,
+    "head_dim": 64,
+    "repeats": 3,
+    "time_budget_s": 3.0,
+}
+WINDOW_QUICK: dict[str, Any] = {
+    "T": [64, 128],
+    "window": 32,
+    "heads": 2,
+    "head_dim": 16,
+    "repeats": 2,
+    "time_budget_s": 0.5,
+}
+
+
+def _window_worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """Time and peak extra memory of one flash attention call; in a fresh child."""
+    import attnlab
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    T, H, D, W = spec["T"], spec["heads"], spec["head_dim"], spec["window"]
+    q, k, v = (torch.randn(1, H, T, D) for _ in range(3))  # (B, H, T, D)
+    causal = spec["method"] == "causal"
+    window = None if causal else W
+    with torch.no_grad():
+        timing = _measure(
+            lambda: attnlab.flash_attention(q, k, v, is_causal=causal, window=window),
+            spec["repeats"],
+            spec["budget_s"],
+            clock=time.process_time,
+        )
+    blocks = attnlab.flash_visited_blocks(T, T, is_causal=causal, window=window)
+    return {
+        "method": spec["method"],
+        "T": T,
+        "median_ms": timing["median_ms"],
+        "peak_mib": timing["peak_mib"],
+        "repeats": timing["repeats"],
+        "memory_method": timing["memory_method"],
+        "blocks": len(blocks),
+    }
+
+
+def run_window_benchmark(quick: bool = False) -> dict[str, Any]:
+    """Sliding-window flash attention against full causal flash attention, as ``T`` grows.
+
+    [`flash_attention`][attnlab.flash_attention] with ``window=256`` and with
+    ``is_causal=True``, 12 heads of 64, batch 1, float32, ``T = 512 ... 8192``
+    (``quick``: tiny sizes), each configuration in a fresh process: time (the median of
+    repeated calls after a warm-up, CPU time on one thread) and peak extra memory,
+    measured as in the forward sweep; also the number of blocks each computes.
+    """
+    import multiprocessing
+
+    from attnlab.bench import _window_worker as worker  # pickled by reference
+
+    config = WINDOW_QUICK if quick else WINDOW_FULL
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch", "attnlab"])
+    machine = _machine_info()
+    rows = []
+    for T in config["T"]:
+        for method in ("causal", "window"):
+            spec = {
+                "method": method,
+                "T": T,
+                **{key: config[key] for key in ("window", "heads", "head_dim", "repeats")},
+                "budget_s": config["time_budget_s"],
+            }
+            with ctx.Pool(1, maxtasksperchild=1) as pool:
+                rows.append(pool.apply(worker, (spec,)))
+    return {
+        "note": "recorded on a shared 2-core machine, busy with other jobs: "
+        "times are CPU time, not wall-clock",
+        "machine": machine,
+        "quick": quick,
+        "clock": CPU_CLOCK,
+        "config": {
+            **{key: config[key] for key in ("window", "heads", "head_dim")},
+            "B": 1,
+            "dtype": "float32",
+        },
+        "rows": rows,
+    }
+
+
+def _run(name: str, quick: bool, progress: bool) -> dict[str, Any]:
+    """Run the benchmark ``name`` (one of ``RESULT_NAMES``)."""
+    if name == "forward":
+        return run_benchmark(quick=quick, progress=progress)
+    if name == "backward":
+        return run_backward_benchmark(quick)
+    if name == "ring":
+        return run_ring_memory(T=256, world_sizes=(1, 2)) if quick else run_ring_memory()
+    if name == "decode":
+        return run_decode_benchmark(quick)
+    return run_window_benchmark(quick)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Command line: ``python -m attnlab.bench [--quick] [--output PATH]``."""
-    parser = argparse.ArgumentParser(prog="python -m attnlab.bench", description=__doc__)
+    """Command line: ``python -m attnlab.bench [--quick] [RUNS] [--output DIR]``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m attnlab.bench",
+        description="Run attnlab's benchmarks; each run writes <name>.json into --output.",
+    )
     parser.add_argument("--quick", action="store_true", help="tiny sizes, a smoke test")
     parser.add_argument(
         "--output",
-        "--out",
-        dest="out",
         type=Path,
-        default=Path("benchmark-results.json"),
-        help="where to write the JSON (default: ./benchmark-results.json)",
+        default=Path("."),
+        help="the directory to write <name>.json into (default: the current directory)",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    parser.add_argument(
-        "--backward",
-        action="store_true",
-        help=f"forward+backward memory and time instead, written to {BACKWARD_RESULTS_PATH.name}",
-    )
-    parser.add_argument(
-        "--ring", action="store_true", help=f"ring attention memory, to {RING_RESULTS_PATH.name}"
-    )
+    runs = parser.add_argument_group("runs (default: --forward only)")
+    helps = {
+        "forward": "the forward sweep of every attention path",
+        "backward": "forward+backward memory and backward time",
+        "ring": "ring attention's memory per rank",
+        "decode": "KV-cached decoding against recomputing the prefix",
+        "window": "sliding-window flash attention against causal flash attention",
+    }
+    for name in RESULT_NAMES:
+        runs.add_argument(f"--{name}", action="store_true", help=f"{helps[name]} ({name}.json)")
+    runs.add_argument("--all", action="store_true", help="every run above")
     args = parser.parse_args(argv)
-    if args.ring:
-        RING_RESULTS_PATH.write_text(json.dumps(run_ring_memory(), indent=1) + "\n")
-        print(f"wrote {RING_RESULTS_PATH}")
-        return
-    if args.backward:
-        out = BACKWARD_RESULTS_PATH if args.out == DEFAULT_RESULTS_PATH else args.out
-        out.write_text(json.dumps(run_backward_benchmark(args.quick), indent=1) + "\n")
-        print(f"wrote {out}")
-        return
-    results = run_benchmark(quick=args.quick, progress=not args.no_progress)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {args.out}")
+    chosen = [name for name in RESULT_NAMES if args.all or getattr(args, name)] or ["forward"]
+    args.output.mkdir(parents=True, exist_ok=True)
+    for name in chosen:
+        results = _run(name, args.quick, not args.no_progress)
+        out = args.output / f"{name}.json"
+        out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {out}", flush=True)
 
 
 if __name__ == "__main__":

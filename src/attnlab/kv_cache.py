@@ -12,9 +12,35 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ._validation import check_floating, check_min_rank, format_shape
+from ._validation import check_floating, check_min_rank, check_positive_int, format_shape
 
-__all__ = ["KVCache"]
+__all__ = ["KVCache", "kv_cache_bytes_per_token"]
+
+
+def kv_cache_bytes_per_token(
+    num_layers: int, num_kv_heads: int, head_dim: int, dtype: torch.dtype = torch.bfloat16
+) -> int:
+    """Bytes a model's KV cache holds per token: ``2 * layers * Hkv * D`` numbers.
+
+    Every layer keeps one key and one value of width ``head_dim`` per key/value head
+    for every token, whatever the number of query heads.
+
+    Args:
+        num_layers: Attention layers of the model.
+        num_kv_heads: Key/value heads ``Hkv`` per layer (``H`` for multi-head attention,
+            ``1`` for multi-query attention).
+        head_dim: Width ``D`` of a head.
+        dtype: The cache's number format (16-bit by default).
+
+    Returns:
+        The bytes per token, keys and values of every layer together.
+    """
+    layers = check_positive_int("num_layers", num_layers)
+    kv_heads = check_positive_int("num_kv_heads", num_kv_heads)
+    width = check_positive_int("head_dim", head_dim)
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype must be a torch.dtype; got {type(dtype).__name__} {dtype!r}")
+    return 2 * layers * kv_heads * width * dtype.itemsize
 
 
 class KVCache:
