@@ -573,21 +573,36 @@ RING_RESULTS_PATH = DEFAULT_RESULTS_PATH.with_name("ring-results.json")
 
 
 def _ring_rank(rank: int, world_size: int, T: int) -> dict[str, float]:
-    """One rank of the ring measurement: its shard, then its peak extra memory."""
+    """One rank of the ring measurement: the peak extra memory of its shards and its call.
+
+    The rank draws its shards of q, k and v and runs causal zig-zag ring attention on
+    them; the output is not counted.
+    """
     from attnlab import ring
 
-    gen = torch.Generator().manual_seed(0)
-    q, k, v = (
-        ring.shard(torch.randn(1, 4, T, 64, generator=gen), rank, world_size, "zigzag")
-        for _ in range(3)
-    )  # (B, H, T / P, D) each
+    # Big blocks straight from and back to the OS (glibc otherwise keeps freed blocks
+    # of a few MiB for reuse), so that the peak resident set follows the live tensors.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").mallopt(-3, 64 * 1024)  # M_MMAP_THRESHOLD = 64 KiB
+    chunk = T // (2 * world_size)
+
+    def shard(seed: int) -> torch.Tensor:
+        """This rank's zig-zag shard of one (1, 4, T, 64) tensor, drawn chunk by chunk."""
+        out = torch.empty(1, 4, 2 * chunk, 64)  # (B, H, T / P, D)
+        for i, c in enumerate(ring.chunk_ids(rank, world_size, "zigzag")):
+            gen = torch.Generator().manual_seed(1000 * seed + c)
+            out[..., i * chunk : (i + 1) * chunk, :].normal_(generator=gen)
+        return out
+
+    def shards_and_attention() -> torch.Tensor:
+        q, k, v = shard(0), shard(1), shard(2)
+        return ring.ring_attention(q, k, v, is_causal=True, layout="zigzag")
+
     start = time.perf_counter()
-    extra = ring.peak_extra_bytes(
-        lambda: ring.ring_attention(q, k, v, is_causal=True, layout="zigzag")
-    )
+    extra = ring.peak_extra_bytes(shards_and_attention)
     return {
         "peak_mib": extra / MIB,
-        "shard_mib": q.numel() * q.element_size() / MIB,
+        "shard_mib": 4 * 2 * chunk * 64 * 4 / MIB,
         "seconds": time.perf_counter() - start,
     }
 
@@ -595,12 +610,13 @@ def _ring_rank(rank: int, world_size: int, T: int) -> dict[str, float]:
 def run_ring_memory(T: int = 16384, world_sizes: tuple[int, ...] = (1, 2, 4)) -> dict[str, Any]:
     """Peak extra memory per rank of causal zig-zag ring attention, ``P`` local processes.
 
-    Batch 1, 4 heads of 64, float32; each rank measures its own peak resident memory
-    during one call (after a warm-up call, so the process group, gloo's buffers and
-    the thread pools already exist), beyond its inputs and its output, with
-    [`peak_extra_bytes`][attnlab.ring.peak_extra_bytes]. ``T`` is large enough
-    (one shard of queries: 16 MiB at ``P = 1``) that the memory which grows with
-    ``T / P`` outweighs the few MiB that do not (one block of scores per head).
+    Batch 1, 4 heads of 64, float32; each rank measures, with
+    [`peak_extra_bytes`][attnlab.ring.peak_extra_bytes], its own peak resident memory
+    while it draws its shards of q, k and v and runs the ring on them, beyond its
+    output and beyond what the process held before (after a warm-up, so the process
+    group, gloo's buffers and the thread pools already exist). ``T`` is large enough
+    (a shard of 16 MiB at ``P = 1``) that the memory which grows with ``T / P``
+    outweighs the few MiB that do not (one block of scores per head).
     """
     from attnlab import ring
 
