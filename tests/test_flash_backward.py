@@ -86,3 +86,33 @@ def test_fully_masked_rows_have_finite_zero_gradients() -> None:
     torch.testing.assert_close(grad_q[:, keep], want_grads[0][:, keep])
     torch.testing.assert_close(grad_k, want_grads[1])
     torch.testing.assert_close(grad_v, want_grads[2])
+
+
+@pytest.mark.parametrize(
+    ("L", "S", "window", "block_size"),
+    [(17, 17, 4, 4), (17, 17, 1, (3, 5)), (6, 20, 7, 4), (20, 6, 3, (5, 2)), (9, 9, 50, 2)],
+)
+def test_window_gradients_equal_sdpa(
+    L: int, S: int, window: int, block_size: int | tuple[int, int]
+) -> None:
+    """Window blocks: some partly hidden, some entirely inside every row's window."""
+    from attnlab import sliding_window_mask
+
+    inputs = _inputs((2, 3, L, 8), S, torch.float64)
+    got = flash_attention(*inputs, window=window, block_size=block_size)
+    assert got.grad_fn is not None
+    assert "FlashAttentionFunction" in type(got.grad_fn.next_functions[0][0]).__name__
+    mask = sliding_window_mask(L, S, window)
+    keep = mask.any(dim=-1)  # SDPA gives NaN on rows with no key at all; flash gives 0
+    want = F.scaled_dot_product_attention(*inputs, attn_mask=mask)
+    gen = torch.Generator().manual_seed(1)
+    grad_output = torch.randn(got.shape, generator=gen, dtype=got.dtype)
+    got_grads = torch.autograd.grad(got, inputs, grad_output)
+    want_grads = torch.autograd.grad(want[..., keep, :], inputs, grad_output[..., keep, :])
+    torch.testing.assert_close(
+        got_grads[0][..., keep, :], want_grads[0][..., keep, :], atol=1e-9, rtol=1e-9
+    )
+    assert (got_grads[0][..., ~keep, :] == 0).all()  # rows that see nothing
+    for g, w in zip(got_grads[1:], want_grads[1:], strict=True):
+        torch.testing.assert_close(g, w, atol=1e-9, rtol=1e-9)
+    assert all(torch.isfinite(g).all() for g in got_grads)

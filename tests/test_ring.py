@@ -1,4 +1,4 @@
-"""ring_attention across 2 and 4 local processes: equal to single-process SDPA."""
+"""ring_attention across 2 and 4 local processes: output and gradients equal to SDPA's."""
 
 from __future__ import annotations
 
@@ -23,25 +23,41 @@ def _full(seed: int, shape: tuple[int, ...]) -> tuple[torch.Tensor, ...]:
 
 
 def _rank_job(rank: int, world_size: int) -> dict[str, Any]:
-    """Every case on one set of processes, then this rank's peak extra memory."""
-    outputs = {}
+    """Every case (output and gradients) on one set of processes, then peak extra memory."""
+    outputs, gradients = {}, {}
+    grad_output = _full(2, SHAPE)[0]
     for causal, layout in CASES:
-        q, k, v = (ring.shard(x, rank, world_size, layout) for x in _full(0, SHAPE))
-        outputs[causal, layout] = ring.ring_attention(q, k, v, is_causal=causal, layout=layout)
+        q, k, v = (
+            ring.shard(x, rank, world_size, layout).requires_grad_(True) for x in _full(0, SHAPE)
+        )
+        output = ring.ring_attention(q, k, v, is_causal=causal, layout=layout)
+        grad_shard = ring.shard(grad_output, rank, world_size, layout)
+        gradients[causal, layout] = torch.autograd.grad(output, (q, k, v), grad_shard)
+        outputs[causal, layout] = output.detach()
     batch, shard_len, dim = MEMORY_SHARD
     q, k, v = _full(1, (batch, shard_len, dim))  # a shard of fixed size: T grows with P
     extra = ring.peak_extra_bytes(lambda: ring.ring_attention(q, k, v))
-    return {"outputs": outputs, "extra": extra, "shard_bytes": q.numel() * q.element_size()}
+    return {
+        "outputs": outputs,
+        "gradients": gradients,
+        "extra": extra,
+        "shard_bytes": q.numel() * q.element_size(),
+    }
 
 
 @pytest.mark.parametrize("world_size", [2, 4])
-def test_equals_sdpa_and_memory_follows_the_shard(world_size: int) -> None:
+def test_equals_sdpa_with_gradients_and_memory_follows_the_shard(world_size: int) -> None:
     results = ring.run_local(_rank_job, world_size)
-    q, k, v = _full(0, SHAPE)
+    q, k, v = (x.requires_grad_(True) for x in _full(0, SHAPE))
+    grad_output = _full(2, SHAPE)[0]
     for causal, layout in CASES:
         got = ring.unshard([r["outputs"][causal, layout] for r in results], layout)
         want = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        torch.testing.assert_close(got, want, atol=1e-10, rtol=1e-10)
+        torch.testing.assert_close(got, want.detach(), atol=1e-10, rtol=1e-10)
+        want_grads = torch.autograd.grad(want, (q, k, v), grad_output)
+        for n, want_grad in enumerate(want_grads):  # dQ, dK, dV, put back in order
+            got_grad = ring.unshard([r["gradients"][causal, layout][n] for r in results], layout)
+            torch.testing.assert_close(got_grad, want_grad, atol=1e-10, rtol=1e-10)
     # O(T / P) per rank: a dozen shard-sized buffers at most (measured: about 11 at P = 4,
     # gloo's copies included), never a (T / P, T) block of scores (16 * P shards here).
     for r in results:

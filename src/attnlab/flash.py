@@ -30,6 +30,7 @@ SDPA: boolean ``True`` = may attend, float masks are added to the scaled scores.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Literal, overload
 
@@ -286,6 +287,49 @@ def flash_visited_blocks(
     return visited
 
 
+def _block_bias(
+    i0: int,
+    i1: int,
+    j0: int,
+    j1: int,
+    is_causal: bool,
+    window: int | None,
+    offset: int,
+    like: Tensor,
+    cache: dict[tuple[int, ...], Tensor] | None = None,
+) -> Tensor | None:
+    """``(Bq, Bk)``: ``-inf`` where the causal rule or the window hides a key, else 0.
+
+    In ``like``'s dtype and on its device; ``None`` when the block hides nothing (no
+    causal mask or window, or a causal block on or below the diagonal). Added to the
+    scores, it masks them: the result of ``masked_fill`` with ``-inf``, about ten times
+    faster on a CPU. A block's bias depends only on its shape and on where it sits
+    relative to the diagonal, so ``cache`` keeps one per such key.
+    """
+    rows, cols = i1 - i0, j1 - j0
+    # Key c of the block is hidden from row r when c > r + d, with d the diagonal's
+    # offset; a window also hides c <= r + d - window.
+    if window is not None:  # row i stands at position i + offset (end-aligned)
+        if j1 - 1 <= i0 + offset and j0 > i1 - 1 + offset - window:
+            return None  # every key of the block is inside every row's window
+        key: tuple[int, ...] = (rows, cols, i0 + offset - j0, window)
+    elif is_causal and j1 - 1 > i0:  # the block reaches above the diagonal
+        key = (rows, cols, i0 - j0)
+    else:
+        return None
+    bias = None if cache is None else cache.get(key)
+    if bias is None:
+        positions = torch.arange(rows, device=like.device).unsqueeze(-1) + key[2]  # r + d
+        keys = torch.arange(cols, device=like.device)  # c
+        hidden = keys > positions
+        if window is not None:
+            hidden |= keys <= positions - window
+        bias = like.new_zeros(rows, cols).masked_fill_(hidden, float("-inf"))
+        if cache is not None:
+            cache[key] = bias
+    return bias
+
+
 def _block_scores(
     queries: Tensor,
     k: Tensor,
@@ -297,30 +341,35 @@ def _block_scores(
     j1: int,
     window: int | None = None,
     offset: int = 0,
+    *,
+    out: Tensor | None = None,
+    cache: dict[tuple[int, ...], Tensor] | None = None,
 ) -> Tensor:
     """Scaled, masked scores of query rows ``i0:i1`` against key rows ``j0:j1``.
 
     ``queries`` are the block's queries already multiplied by the scale; the one home
     of the mask rule for the forward and the backward pass. With a ``window``, row
     ``i`` stands at position ``i + offset`` (``offset = S - L``, end-aligned).
+    With ``out`` (no autograd), the scores are written into it and masked in place,
+    by the rule of [`apply_mask`][attnlab.apply_mask].
 
-    Shapes: ``queries (n, Bq, E)``, ``k (n, S, E)``, ``mask (N, ..., L, S)``; returns
-    ``(n, Bq, Bk)``.
+    Shapes: ``queries (n, Bq, E)``, ``k (n, S, E)``, ``mask (N, ..., L, S)``,
+    ``out (n, Bq, Bk)``; returns ``(n, Bq, Bk)``.
     """
     n = queries.shape[0]
-    attn_scores = queries @ k[:, j0:j1].transpose(-2, -1)  # (n, Bq, Bk)
-    if window is not None:  # the window's slice of rows i0:i1, keys j0:j1
-        positions = torch.arange(i0, i1, device=queries.device).unsqueeze(-1) + offset
-        keys = torch.arange(j0, j1, device=queries.device)
-        inside = (keys <= positions) & (keys > positions - window)  # (Bq, Bk)
-        attn_scores = attn_scores.masked_fill(~inside, float("-inf"))
-    elif is_causal and j1 - 1 > i0:  # the block reaches above the diagonal
-        future = torch.ones(i1 - i0, j1 - j0, dtype=torch.bool, device=queries.device)
-        attn_scores = attn_scores.masked_fill(future.triu(i0 - j0 + 1), float("-inf"))
-    elif mask is not None:
+    keys = k[:, j0:j1].transpose(-2, -1)
+    attn_scores = queries @ keys if out is None else torch.bmm(queries, keys, out=out)
+    bias = _block_bias(i0, i1, j0, j1, is_causal, window, offset, attn_scores, cache)
+    if bias is not None:
+        return attn_scores + bias if out is None else attn_scores.add_(bias)
+    if mask is not None:
         # (N, ..., Bq, Bk) -> (n, Bq, Bk): a copy of one block only
         mask_block = mask[..., i0:i1, j0:j1].reshape(n, i1 - i0, j1 - j0)
-        attn_scores = apply_mask(attn_scores, mask_block)
+        if out is None:
+            return apply_mask(attn_scores, mask_block)
+        if mask_block.dtype == torch.bool:
+            return attn_scores.masked_fill_(~mask_block, float("-inf"))
+        return attn_scores.add_(mask_block)
     return attn_scores
 
 
@@ -396,33 +445,53 @@ def _flash_backward(
 ) -> tuple[Tensor, Tensor, Tensor]:
     """dQ, dK, dV block by block, recomputing each block's weights from the lse.
 
+    Two extra columns save two passes over every block, as in ``_flash_fast``:
+    ``[q * scale, -lse]`` against ``[k, 1]`` gives ``S - lse`` in one matmul (then
+    ``P = exp(S - lse)`` in place), and ``[dO, -D]`` against ``[v, 1]`` gives
+    ``dP - D``. Blocks of scores live in two reused buffers; nothing here is tracked
+    by autograd, so every step runs in place.
+
     Shapes: ``q (n, L, E)``, ``k (n, S, E)``, ``v (n, S, Ev)``, ``output`` and
     ``grad_output (n, L, Ev)``, ``lse`` and ``grad_lse (n, L)``;
     returns tensors shaped like q, k, v.
     """
-    L, S = q.shape[-2], k.shape[-2]
-    grad_q, grad_k, grad_v = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
-    # D = rowsum(dO * O): the weighted mean of dP over each row, (n, L, 1). A gradient
+    n, L, E = q.shape
+    S, Ev = v.shape[-2:]
+    grad_q, grad_k, grad_v = q.new_zeros(n, L, E), k.new_zeros(n, S, E), v.new_zeros(n, S, Ev)
+    # D = rowsum(dO * O): the weighted mean of dP over each row, (n, L). A gradient
     # reaching the log-sum-exp adds dlse * P to dS (d lse / d S = P), so it enters as -D.
-    row_dot = (grad_output * output).sum(dim=-1, keepdim=True)
+    row_dot = torch.linalg.vecdot(grad_output, output)
     if grad_lse is not None:
-        row_dot = row_dot - grad_lse.unsqueeze(-1)
+        row_dot.sub_(grad_lse)
     # Rows with nothing to attend to have lse = -inf; shifting by 0 makes their P = 0.
-    shift = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse).unsqueeze(-1)
+    shift = lse.masked_fill(torch.isneginf(lse), 0.0)
+    queries_ext = torch.cat([q * scale, -shift.unsqueeze(-1)], dim=-1)  # (n, L, E + 1)
+    grad_out_ext = torch.cat([grad_output, -row_dot.unsqueeze(-1)], dim=-1)  # (n, L, Ev + 1)
+    keys_ext = torch.cat([k, k.new_ones(n, S, 1)], dim=-1)  # (n, S, E + 1)
+    values_ext = torch.cat([v, v.new_ones(n, S, 1)], dim=-1)  # (n, S, Ev + 1)
+    size = n * min(block_q, L) * min(block_k, S)
+    weights_buf, grad_buf = q.new_empty(size), q.new_empty(size)
+    block_scores = functools.partial(
+        _block_scores, mask=mask, is_causal=is_causal, window=window, offset=S - L, cache={}
+    )
     for i0 in range(0, L, block_q):
         i1 = min(i0 + block_q, L)
-        queries = q[:, i0:i1] * scale  # (n, Bq, E)
-        grad_out_block = grad_output[:, i0:i1]  # (n, Bq, Ev)
+        queries = queries_ext[:, i0:i1]  # (n, Bq, E + 1): [q * scale, -lse]
+        grad_out_block = grad_out_ext[:, i0:i1]  # (n, Bq, Ev + 1): [dO, -D]
+        grad_q_block = grad_q[:, i0:i1]
         start, end = _key_range(i0, i1, L, S, is_causal, window, block_k)
         for j0 in range(start, end, block_k):
             j1 = min(j0 + block_k, end)
-            attn_scores = _block_scores(queries, k, mask, is_causal, i0, i1, j0, j1, window, S - L)
-            attn_weights = torch.exp(attn_scores - shift[:, i0:i1])  # P: (n, Bq, Bk)
-            grad_v[:, j0:j1] += attn_weights.transpose(-2, -1) @ grad_out_block
-            grad_weights = grad_out_block @ v[:, j0:j1].transpose(-2, -1)  # dP
-            grad_scores = attn_weights * (grad_weights - row_dot[:, i0:i1])  # dS
-            grad_q[:, i0:i1] += grad_scores @ k[:, j0:j1] * scale
-            grad_k[:, j0:j1] += grad_scores.transpose(-2, -1) @ queries
+            shape = (n, i1 - i0, j1 - j0)
+            attn_weights = weights_buf[: math.prod(shape)].view(shape)
+            block_scores(queries, keys_ext, i0=i0, i1=i1, j0=j0, j1=j1, out=attn_weights)
+            attn_weights.exp_()  # P = exp(S - lse): (n, Bq, Bk)
+            grad_v[:, j0:j1].baddbmm_(attn_weights.transpose(-2, -1), grad_out_block[..., :Ev])
+            grad_scores = grad_buf[: math.prod(shape)].view(shape)
+            torch.bmm(grad_out_block, values_ext[:, j0:j1].transpose(-2, -1), out=grad_scores)
+            grad_scores.mul_(attn_weights)  # dS = P * (dP - D)
+            grad_q_block.baddbmm_(grad_scores, k[:, j0:j1], alpha=scale)
+            grad_k[:, j0:j1].baddbmm_(grad_scores.transpose(-2, -1), queries[..., :E])
     return grad_q, grad_k, grad_v
 
 
@@ -542,7 +611,7 @@ def _flash_fast(
     scores_buf = q.new_empty(n * min(block_q, L) * min(block_k, S))
     queries_buf = q.new_empty(n * min(block_q, L) * (E + 1))
     acc_buf = q.new_empty(n * min(block_q, L) * (Ev + 1))
-    future_masks: dict[tuple[int, int, int], Tensor] = {}
+    biases: dict[tuple[int, ...], Tensor] = {}  # one causal bias per block shape
     for i0 in range(0, L, block_q):
         i1 = min(i0 + block_q, L)
         rows = i1 - i0
@@ -556,12 +625,9 @@ def _flash_fast(
             j1 = min(j0 + block_k, end)
             shifted = scores_buf[: n * rows * (j1 - j0)].view(n, rows, j1 - j0)
             torch.bmm(queries, keys_ext[:, j0:j1].transpose(-2, -1), out=shifted)  # s - m
-            if is_causal and j1 - 1 > i0:
-                offset = (rows, j1 - j0, i0 - j0)
-                if offset not in future_masks:
-                    future = torch.ones(rows, j1 - j0, dtype=torch.bool, device=q.device)
-                    future_masks[offset] = future.triu_(i0 - j0 + 1)
-                shifted.masked_fill_(future_masks[offset], float("-inf"))
+            bias = _block_bias(i0, i1, j0, j1, is_causal, None, 0, shifted, biases)
+            if bias is not None:  # a causal block that reaches above the diagonal
+                shifted.add_(bias)
             shifted.exp_()  # (n, Bq, Bk), unnormalised weights
             if j0 == 0:
                 torch.bmm(shifted, values_ext[:, j0:j1], out=acc)

@@ -8,7 +8,8 @@ returns each row's log-sum-exp), sends them on to rank ``r + 1`` and receives th
 ones from rank ``r - 1``. After ``P`` steps every query has seen every key, and the
 partial results have been merged with the log-sum-exp rule of
 [`merge_partials`][attnlab.ring.merge_partials]: no rank ever holds more than two
-key/value shards, so memory per rank grows like ``T / P``.
+key/value shards, so memory per rank grows like ``T / P``. The backward pass runs the
+ring again, each key/value shard travelling with the gradients accumulated for it.
 
 Causal attention skips the (query chunk, key chunk) pairs that lie entirely in the
 future. With contiguous shards that leaves rank 0 almost idle and the last rank doing
@@ -23,6 +24,7 @@ on NCCL across GPUs unchanged.
 from __future__ import annotations
 
 import datetime
+import math
 import os
 import pickle
 import queue
@@ -37,7 +39,7 @@ from torch import Tensor
 from torch.distributed import TCPStore  # type: ignore[attr-defined]
 
 from ._validation import check_attention_args, format_shape
-from .flash import flash_attention
+from .flash import DEFAULT_BLOCK_SIZE, _flash_backward, flash_attention
 
 __all__ = [
     "Layout",
@@ -231,7 +233,9 @@ def ring_attention(
     Call it on every rank of ``group`` with that rank's shard (see
     `attnlab.ring.shard`); it returns the rank's shard of the output, equal to
     the matching rows of ``scaled_dot_product_attention`` on the whole sequence.
-    Forward only: no gradients flow through the communication.
+    Gradients flow back through the ring: the backward pass runs the ring again,
+    and each key/value shard travels with the gradients accumulated for it, which
+    reach their own rank after one last step.
 
     Args:
         query: This rank's queries.
@@ -254,7 +258,7 @@ def ring_attention(
         query, key: ``(N, ..., T / P, E)``; value: ``(N, ..., T / P, Ev)``;
         output: ``(N, ..., T / P, Ev)``.
     """
-    check_attention_args(query, key, value, None, 0.0, is_causal, None)
+    batch = check_attention_args(query, key, value, None, 0.0, is_causal, None)
     layout = _check_layout(layout)
     if query.shape[-2] != key.shape[-2]:
         raise ValueError(
@@ -268,26 +272,49 @@ def ring_attention(
             f"query must have a shard length (dim -2) divisible by {per_rank} for layout "
             f"{layout!r}; got shape {format_shape(query.shape)}"
         )
+    needs_grad = torch.is_grad_enabled() and (
+        query.requires_grad or key.requires_grad or value.requires_grad
+    )
+    if not needs_grad:
+        return _ring_forward(query, key, value, is_causal, group, layout)[0]
+    output: Tensor = _RingAttentionFunction.apply(  # type: ignore[no-untyped-call]
+        query, key, value, tuple(batch), is_causal, group, layout
+    )
+    return output
+
+
+def _exchange(
+    tensors: list[Tensor], group: dist.ProcessGroup | None, rank: int, world_size: int
+) -> tuple[list[Tensor], list[Any]]:
+    """Post sends of ``tensors`` to rank + 1 and receives of as many from rank - 1."""
+    received = [torch.empty_like(t) for t in tensors]
+    send_to = _peer(group, (rank + 1) % world_size)
+    recv_from = _peer(group, (rank - 1) % world_size)
+    ops = [dist.P2POp(dist.isend, t, send_to, group) for t in tensors]
+    ops += [dist.P2POp(dist.irecv, t, recv_from, group) for t in received]
+    return received, dist.batch_isend_irecv(ops)
+
+
+def _ring_forward(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    is_causal: bool,
+    group: dist.ProcessGroup | None,
+    layout: Layout,
+) -> tuple[Tensor, Tensor]:
+    """The ring: this rank's output and its rows' log-sum-exp over the whole sequence."""
+    rank, world_size = dist.get_rank(group), dist.get_world_size(group)
     schedule = ring_schedule(world_size, is_causal, layout)
-    size = query.shape[-2] // per_rank
     my_chunks = chunk_ids(rank, world_size, layout)
+    size = query.shape[-2] // len(my_chunks)
     query_chunks = dict(zip(my_chunks, _chunks(query, size), strict=True))
     merged: dict[int, Tensor] = {}  # query chunk -> (..., size, Ev + 1): [output, lse]
     keys, values = key.contiguous(), value.contiguous()
     for step in range(world_size):
-        pending = []
+        pending: list[Any] = []
         if step < world_size - 1:  # pass this shard on while computing with it
-            next_keys, next_values = torch.empty_like(keys), torch.empty_like(values)
-            send_to = _peer(group, (rank + 1) % world_size)
-            recv_from = _peer(group, (rank - 1) % world_size)
-            pending = dist.batch_isend_irecv(
-                [
-                    dist.P2POp(dist.isend, keys, send_to, group),
-                    dist.P2POp(dist.isend, values, send_to, group),
-                    dist.P2POp(dist.irecv, next_keys, recv_from, group),
-                    dist.P2POp(dist.irecv, next_values, recv_from, group),
-                ]
-            )
+            (next_keys, next_values), pending = _exchange([keys, values], group, rank, world_size)
         key_chunks = dict(
             zip(
                 chunk_ids(schedule[step][rank]["source"], world_size, layout),
@@ -312,7 +339,106 @@ def ring_attention(
         if pending:
             keys, values = next_keys, next_values
     # Every query chunk sees at least its own diagonal block, so merged has all chunks.
-    return torch.cat([merged[i][..., :-1] for i in my_chunks], dim=-2)
+    both = torch.cat([merged[i] for i in my_chunks], dim=-2)  # (..., T / P, Ev + 1)
+    return both[..., :-1], both[..., -1]
+
+
+class _RingAttentionFunction(torch.autograd.Function):
+    """Ring forward that saves the output and the log-sum-exp; ring backward."""
+
+    @staticmethod
+    def forward(
+        ctx: Any,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        batch: tuple[int, ...],
+        is_causal: bool,
+        group: dist.ProcessGroup | None,
+        layout: Layout,
+    ) -> Tensor:
+        output, lse = _ring_forward(query, key, value, is_causal, group, layout)
+        ctx.save_for_backward(query, key, value, output, lse)
+        ctx.config = (batch, is_causal, group, layout)
+        return output
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: Tensor) -> tuple[Tensor | None, ...]:
+        query, key, value, output, lse = ctx.saved_tensors
+        batch, is_causal, group, layout = ctx.config
+        grads = _ring_backward(
+            query, key, value, output, lse, grad_output, batch, is_causal, group, layout
+        )
+        return (*grads, None, None, None, None)
+
+
+def _ring_backward(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    output: Tensor,
+    lse: Tensor,
+    grad_output: Tensor,
+    batch: tuple[int, ...],
+    is_causal: bool,
+    group: dist.ProcessGroup | None,
+    layout: Layout,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """dQ, dK, dV of this rank's shards: the ring again, gradients travelling along.
+
+    At each step the visiting key/value shard comes with the gradients accumulated
+    for it so far; this rank adds its queries' share, computed by flash's backward
+    from the whole sequence's output and log-sum-exp (so the recomputed weights are
+    the final ones), and passes all four on. After the last step the gradients take
+    one more step, which brings them home.
+    """
+    rank, world_size = dist.get_rank(group), dist.get_world_size(group)
+    schedule = ring_schedule(world_size, is_causal, layout)
+    my_chunks = chunk_ids(rank, world_size, layout)
+    L, E = query.shape[-2:]
+    Ev = value.shape[-1]
+    size = L // len(my_chunks)
+    scale = 1.0 / math.sqrt(E)
+
+    def flat(x: Tensor, width: int) -> Tensor:  # (N, ..., T / P, width) -> (n, T / P, width)
+        return x.expand(*batch, L, width).reshape(-1, L, width).contiguous()
+
+    q, o, grad_o = flat(query, E), flat(output, Ev), flat(grad_output, Ev)
+    lse_flat = lse.expand(*batch, L).reshape(-1, L)
+    grad_q = torch.zeros_like(q)
+    keys, values = flat(key, E), flat(value, Ev)
+    grad_keys, grad_values = torch.zeros_like(keys), torch.zeros_like(values)
+    rows = dict(zip(my_chunks, range(0, L, size), strict=True))  # chunk -> first row
+    for step in range(world_size):
+        source = schedule[step][rank]["source"]
+        key_rows = dict(zip(chunk_ids(source, world_size, layout), range(0, L, size), strict=True))
+        for i, j, kind in schedule[step][rank]["pairs"]:
+            if kind == "skip":
+                continue
+            qs, ks = slice(rows[i], rows[i] + size), slice(key_rows[j], key_rows[j] + size)
+            dq, dk, dv = _flash_backward(
+                q[:, qs], keys[:, ks], values[:, ks], None, o[:, qs], lse_flat[:, qs],
+                grad_o[:, qs], None, kind == "diagonal", None, scale, *DEFAULT_BLOCK_SIZE,
+            )  # fmt: skip
+            grad_q[:, qs] += dq
+            grad_keys[:, ks] += dk
+            grad_values[:, ks] += dv
+        if world_size == 1:
+            break
+        travelling = [grad_keys, grad_values]
+        if step < world_size - 1:
+            travelling = [keys, values, *travelling]
+        received, pending = _exchange(travelling, group, rank, world_size)
+        for request in pending:
+            request.wait()
+        *shards, grad_keys, grad_values = received
+        if shards:
+            keys, values = shards
+    return (
+        grad_q.reshape(*batch, L, E).sum_to_size(query.shape),
+        grad_keys.reshape(*batch, L, E).sum_to_size(key.shape),
+        grad_values.reshape(*batch, L, Ev).sum_to_size(value.shape),
+    )
 
 
 # ------------------------------------------------------------------------ launching
