@@ -145,9 +145,9 @@ def load_results(source: str | os.PathLike[str] = "forward") -> dict[str, Any]:
             ``python -m attnlab.bench``.
 
     Returns:
-        The results. ``forward``: ``machine``, ``matmul_gflops``, ``sweep`` (one entry
-        per method, ``T`` and ``causal``), ``modules`` and ``large_run``; the other runs
-        as their ``run_*`` function returns them.
+        The results, as the run's ``run_*`` function returned them (for ``forward``,
+        the keys ``machine``, ``matmul_gflops``, ``sweep``, ``modules`` and
+        ``large_run``; ``sweep`` has one entry per method, ``T`` and ``causal``).
     """
     if isinstance(source, str) and source in RESULT_NAMES:
         text = results_file(source).read_text(encoding="utf-8")
