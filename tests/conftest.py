@@ -43,9 +43,35 @@ def _whole_suite_in_parallel(config: pytest.Config) -> bool:
     return bool(workers) and config.args_source != pytest.Config.ArgsSource.ARGS
 
 
+# Thread pools that would otherwise each take every core (PyTorch's intra-op pool is OpenMP's).
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def _one_thread_per_process(config: pytest.Config) -> None:
+    """In a parallel run, each process computes on one thread.
+
+    pytest-xdist starts one worker per core; with PyTorch's default of one thread per
+    core in each of them (and in the site build, and in the subprocesses tests start),
+    the threads outnumber the cores and spin against each other. Set on the controller
+    before the workers start, so that they and everything they start inherit it; a
+    value already set in the environment wins.
+    """
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", default=None):
+        return
+    for name in THREAD_VARIABLES:
+        os.environ.setdefault(name, "1")
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """On the controller of a parallel whole-suite run, start building the site now."""
+    """On the controller of a parallel run: one thread per process; for the whole suite,
+    start building the site now."""
+    _one_thread_per_process(config)
+    if getattr(config.option, "loadscopereorder", False):
+        # pytest-xdist hands out the biggest groups first (the browser's pages), which
+        # would make every worker wait for the site build; keep the order chosen in
+        # pytest_collection_modifyitems instead: long tests first, the site's last.
+        config.option.loadscopereorder = False
     if not _whole_suite_in_parallel(config):
         return
     site_dir = _shared_dir(config._tmp_path_factory) / "site"
