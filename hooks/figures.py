@@ -40,6 +40,7 @@ from typing import Any
 import matplotlib as mpl
 import matplotlib.style
 import torch
+from filelock import FileLock
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
@@ -1503,20 +1504,23 @@ def rendered(name: str, scheme: str, key: str) -> str:
     """The SVG of figure ``name`` for ``scheme`` (``"light"`` or ``"dark"``), memoised.
 
     Memoised in memory (``mkdocs serve``) and on disk, under ``.cache/figures/<key>/``:
-    a build whose sources did not change draws nothing.
+    a build whose sources did not change draws nothing. Processes that want the same
+    figure at once (the test suite's workers and its site build) draw it once: the
+    first takes a lock on it, the others wait for its file.
     """
     memo = _memo()
     if (name, scheme, key) not in memo:
         cached = DISK_CACHE / key[:16] / f"{name}-{scheme}.svg"
-        if cached.is_file():
-            memo[(name, scheme, key)] = cached.read_text(encoding="utf-8")
-        else:
-            svg = render_svg(FIGURES[name], scheme)
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            partial = cached.with_suffix(f".{os.getpid()}.partial")
-            partial.write_text(svg, encoding="utf-8")
-            partial.replace(cached)  # atomic: concurrent builds never read half a file
-            memo[(name, scheme, key)] = svg
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(cached.with_suffix(".lock"))):
+            if cached.is_file():
+                memo[(name, scheme, key)] = cached.read_text(encoding="utf-8")
+            else:
+                svg = render_svg(FIGURES[name], scheme)
+                partial = cached.with_suffix(f".{os.getpid()}.partial")
+                partial.write_text(svg, encoding="utf-8")
+                partial.replace(cached)  # atomic: a reader without the lock sees all or none
+                memo[(name, scheme, key)] = svg
     return memo[(name, scheme, key)]
 
 

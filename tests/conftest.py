@@ -4,9 +4,12 @@ The suite runs in parallel (``pytest -n auto``, pytest-xdist): ``make test`` doe
 The site is built once per run, not once per worker. In a parallel run of the whole
 suite the controller starts the build in the background before the workers start
 (``pytest_configure``), so it overlaps the tests that do not need it, and those tests
-are collected first (``pytest_collection_modifyitems``); every worker's
-``built_site`` then waits for that one build. In any other run the first test that
-asks for the site builds it, under a file lock that the other workers wait on.
+are collected first, the long ones first of all (``pytest_collection_modifyitems``;
+``--dist loadgroup`` keeps that order); every worker's ``built_site`` then waits for
+that one build. The build is the run's critical path, so the workers run at a lower
+priority (niceness 5) and take the cores it leaves. In any other run the first test
+that asks for the site builds it, under a file lock that the other workers wait on.
+In a parallel run every process computes on one thread (``OMP_NUM_THREADS=1``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from filelock import FileLock
@@ -27,6 +31,9 @@ from site_build import build  # noqa: E402
 
 SITE_FIXTURE = "built_site"
 BUILD_TIMEOUT_S = 900
+BUILD_IN_BACKGROUND = "attnlab_site_builds_in_background"
+WORKER_NICENESS = 5  # enough for the scheduler to give the build (niceness 0) a core of its own
+_building = pytest.StashKey[bool]()
 _background: list[subprocess.Popen[bytes]] = []
 
 
@@ -43,11 +50,44 @@ def _whole_suite_in_parallel(config: pytest.Config) -> bool:
     return bool(workers) and config.args_source != pytest.Config.ArgsSource.ARGS
 
 
+# Thread pools that would otherwise each take every core (PyTorch's intra-op pool is OpenMP's).
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def _one_thread_per_process(config: pytest.Config) -> None:
+    """In a parallel run, each process computes on one thread.
+
+    pytest-xdist starts one worker per core; with PyTorch's default of one thread per
+    core in each of them (and in the site build, and in the subprocesses tests start),
+    the threads outnumber the cores and spin against each other. Set on the controller
+    before the workers start, so that they and everything they start inherit it; a
+    value already set in the environment wins.
+    """
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", default=None):
+        return
+    for name in THREAD_VARIABLES:
+        os.environ.setdefault(name, "1")
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """On the controller of a parallel whole-suite run, start building the site now."""
+    """On the controller of a parallel run: one thread per process; for the whole suite,
+    start building the site now."""
+    _one_thread_per_process(config)
+    if getattr(config.option, "loadscopereorder", False):
+        # pytest-xdist hands out the biggest groups first (the browser's pages), which
+        # would make every worker wait for the site build; keep the order chosen in
+        # pytest_collection_modifyitems instead: long tests first, the site's last.
+        config.option.loadscopereorder = False
+    if hasattr(config, "workerinput"):
+        if config.workerinput.get(BUILD_IN_BACKGROUND):
+            # The build is the run's critical path (the browser's tests wait for it);
+            # while it runs, the workers' tests take the cores it leaves.
+            os.nice(WORKER_NICENESS)
+        return
     if not _whole_suite_in_parallel(config):
         return
+    config.stash[_building] = True
     site_dir = _shared_dir(config._tmp_path_factory) / "site"
     site_dir.with_suffix(".started").touch()  # before any worker starts
     process = subprocess.Popen(
@@ -57,6 +97,12 @@ def pytest_configure(config: pytest.Config) -> None:
         stderr=subprocess.DEVNULL,
     )
     _background.append(process)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """(pytest-xdist, on the controller) Tell each worker whether the site builds beside it."""
+    node.workerinput[BUILD_IN_BACKGROUND] = node.config.stash.get(_building, False)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -37,6 +37,10 @@ def _load_hook() -> ModuleType:
 
 hook = _load_hook()
 NAMES = sorted(hook.FIGURES)
+# The SVGs come from the hook's memo (``rendered``), which is what the site build
+# writes: each figure is drawn once per source version, by whichever process of a
+# test run (a worker, or the site build) asks first, and read back by the others.
+SOURCE_KEY = hook._source_key()
 
 
 def references() -> dict[str, list[str]]:
@@ -50,8 +54,8 @@ def references() -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_figure_renders_in_both_schemes_with_text_as_paths(name: str) -> None:
-    light = hook.render_svg(hook.FIGURES[name], "light")
-    dark = hook.render_svg(hook.FIGURES[name], "dark")
+    light = hook.rendered(name, "light", SOURCE_KEY)
+    dark = hook.rendered(name, "dark", SOURCE_KEY)
     for svg in (light, dark):
         assert svg.lstrip().startswith("<?xml") and "</svg>" in svg
         assert "<text" not in svg, "text must be drawn as paths (no font needed offline)"
@@ -179,7 +183,7 @@ def test_every_main_line_chapter_shows_a_diagram_of_the_idea(page: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(hook.DIAGRAMS))
 def test_diagram_is_drawn_in_the_role_colours(name: str) -> None:
-    svg = hook.render_svg(hook.FIGURES[name], "light").lower()
+    svg = hook.rendered(name, "light", SOURCE_KEY).lower()
     roles = ("input", "queries", "keys", "values", "weights", "output")
     assert any(diagrams.ROLE_COLOURS[role] in svg for role in roles), name
 

@@ -7,6 +7,7 @@ References: PyTorch's SDPA (``enable_gqa=True``) and Hugging Face transformers'
 from __future__ import annotations
 
 import math
+from types import ModuleType
 
 import pytest
 import torch
@@ -25,8 +26,17 @@ from attnlab import (
     sliding_window_mask,
 )
 
-transformers = pytest.importorskip("transformers", reason="the hf extra is not installed")
-from transformers.models.llama import modeling_llama  # noqa: E402
+# The tests against Hugging Face's Llama share one worker under --dist loadgroup: importing
+# transformers takes seconds, so it happens once per run and only when they run.
+HF = pytest.mark.xdist_group("transformers")
+
+
+def hf() -> tuple[ModuleType, ModuleType]:
+    """transformers and its Llama modelling module (skips the test without the hf extra)."""
+    transformers = pytest.importorskip("transformers", reason="the hf extra is not installed")
+    from transformers.models.llama import modeling_llama
+
+    return transformers, modeling_llama
 
 
 @st.composite
@@ -212,7 +222,9 @@ def test_rotary_score_depends_on_distance_only() -> None:
     assert not math.isclose(moved, scores[0], abs_tol=1e-3)
 
 
+@HF
 def test_rotary_equals_hf() -> None:
+    transformers, modeling_llama = hf()
     config = transformers.LlamaConfig(
         hidden_size=32, num_attention_heads=4, head_dim=8, rope_theta=500000.0
     )
@@ -228,6 +240,7 @@ def test_rotary_equals_hf() -> None:
 
 
 def _hf_attention(heads: int, kv_heads: int, implementation: str) -> torch.nn.Module:
+    transformers, modeling_llama = hf()
     config = transformers.LlamaConfig(
         hidden_size=24,
         num_attention_heads=heads,
@@ -254,6 +267,7 @@ def _hf_forward(attn: torch.nn.Module, x: torch.Tensor, pass_mask: bool) -> torc
     return output
 
 
+@HF
 @pytest.mark.parametrize("implementation", ["eager", "sdpa"])
 @pytest.mark.parametrize(("heads", "kv_heads"), [(4, 4), (4, 2), (4, 1)])  # MHA, GQA, MQA
 def test_from_hf_equals_llama_attention(implementation: str, heads: int, kv_heads: int) -> None:

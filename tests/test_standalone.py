@@ -3,12 +3,20 @@
 A cheap test checks that the recorded benchmark runs the chapters read are package
 data: a fresh interpreter, started outside the repository, finds each of them through
 ``importlib.resources`` inside the package, and the wheel's package-data globs cover
-them. The long one, scheduled first because it takes tens of seconds (it overlaps the
-rest of a parallel run), builds the wheel from the files a wheel is made of, creates a fresh
-virtual environment in a temporary directory with only PyTorch and Jupyter's kernel
-and client, and executes a chapter's downloadable notebook there. The environment
-does not have ``attnlab``: the notebook's first cell installs the wheel, and every
-other cell then runs against the installed copy, nowhere near the source tree.
+them. The long one, scheduled first because it takes a while (it overlaps the rest of a
+parallel run), builds the wheel from the files a wheel is made of, creates a fresh virtual
+environment in a temporary directory with only PyTorch, Jupyter's kernel and client
+and pip, and executes a chapter's downloadable notebook there. The environment does
+not have ``attnlab``: the notebook's first cell installs the wheel, and every other
+cell then runs against the installed copy, nowhere near the source tree.
+
+The environment gets those packages without installing them again (which took most of
+a minute: PyTorch alone unpacks to hundreds of megabytes). It is created empty, and a
+``.pth`` file puts one directory on its path that holds links to exactly those
+distributions and their dependencies, resolved from their metadata as pip would
+(the same versions as this environment's); ipykernel's kernel spec is copied in as
+pip would install it. Anything else this environment has (``attnlab`` itself,
+matplotlib, transformers, ...) stays out of reach, and the test checks that.
 """
 
 from __future__ import annotations
@@ -22,11 +30,13 @@ import sys
 import tomllib
 import zipfile
 from fnmatch import fnmatch
-from importlib.metadata import version
+from importlib.metadata import Distribution, distribution
 from pathlib import Path
 
 import nbformat
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from attnlab.bench import RESULT_NAMES
 
@@ -55,7 +65,6 @@ nbformat.write(notebook, sys.argv[1])
 """
 
 WHERE = "import attnlab, attnlab.bench; print(attnlab.__file__)"
-
 RECORDED = """
 import json
 from importlib import resources
@@ -72,6 +81,12 @@ for name in RESULT_NAMES:
 print(json.dumps({"package": str(Path(attnlab.__file__).parent), "files": found}))
 """
 """Resolve every recorded run through importlib.resources and read it by name."""
+
+
+# What the fresh environment starts with: these distributions and their dependencies.
+PROVIDED = ("torch", "ipykernel", "nbclient", "pip")
+# Here, but not there: importing any of them in the fresh environment must fail.
+ABSENT = ("attnlab", "matplotlib", "transformers", "mkdocs", "pytest")
 
 
 def run(args: list[str | Path], cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -117,6 +132,48 @@ def build_wheel(tmp_path: Path) -> Path:
     return wheel
 
 
+def requirement_closure(names: tuple[str, ...]) -> list[Distribution]:
+    """The installed distributions ``names`` need, as pip would resolve them (no extras)."""
+    found: dict[str, Distribution] = {}
+    todo = list(names)
+    while todo:
+        name = canonicalize_name(todo.pop())
+        if name in found:
+            continue
+        found[name] = dist = distribution(name)
+        for line in dist.requires or []:
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+    return [found[name] for name in sorted(found)]
+
+
+def provide(venv: Path, names: tuple[str, ...]) -> Path:
+    """Make ``names`` (and their dependencies) importable in ``venv``, and nothing else.
+
+    Links each distribution's top-level files (packages, modules, ``.dist-info``) into
+    one directory that a ``.pth`` file in the venv puts on ``sys.path``; copies their
+    Jupyter data files (ipykernel's kernel spec) into the venv, as pip would.
+    """
+    linked = venv / "provided"
+    linked.mkdir()
+    purelib = venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    for dist in requirement_closure(names):
+        site = Path(str(dist.locate_file("")))
+        for file in dist.files or []:
+            top = file.parts[0]
+            if top == ".." and "jupyter" in file.parts:  # ../../../share/jupyter/...
+                target = venv / Path(*file.parts[3:])
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(site / file, target)
+            elif top not in {"..", "__pycache__"} and not top.endswith(".pth"):
+                link = linked / top
+                if not link.exists():
+                    link.symlink_to(site / top, target_is_directory=(site / top).is_dir())
+    (purelib / "_provided.pth").write_text(f"{linked}\n", encoding="utf-8")
+    return linked
+
+
 def test_recorded_runs_resolve_as_package_data_in_a_fresh_interpreter(tmp_path: Path) -> None:
     """Outside the repository, each recorded run is found inside the package, by name."""
     answer = json.loads(run([sys.executable, "-c", RECORDED], cwd=tmp_path))
@@ -142,10 +199,9 @@ def test_a_chapter_notebook_installs_the_wheel_and_runs_outside_the_repository(
         recorded = {name for name in archive.namelist() if name.startswith("attnlab/results/")}
     assert recorded == {f"attnlab/results/{name}.json" for name in RESULT_NAMES}
     venv = tmp_path / "venv"
-    run([sys.executable, "-m", "venv", venv], cwd=tmp_path)
+    run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=tmp_path)
     python = venv / "bin" / "python"
-    requirements = [f"{name}=={version(name)}" for name in ("torch", "ipykernel", "nbclient")]
-    run([python, "-m", "pip", "install", "--quiet", "--no-compile", *requirements], cwd=tmp_path)
+    provide(venv, PROVIDED)
 
     work = tmp_path / "work"
     work.mkdir()
@@ -163,10 +219,11 @@ def test_a_chapter_notebook_installs_the_wheel_and_runs_outside_the_repository(
         PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
         HOME=str(tmp_path),  # no kernelspec or config of the user's
         VIRTUAL_ENV=str(venv),
+        PYTHONDONTWRITEBYTECODE="1",  # the linked packages are this environment's files
     )
-    assert importlib.util.find_spec("attnlab") is not None  # here, but not in the venv:
-    absent = subprocess.run([python, "-c", "import attnlab"], cwd=work, env=env, check=False)
-    assert absent.returncode != 0
+    assert all(importlib.util.find_spec(name) for name in ABSENT)  # here, but not there:
+    found = f"import importlib.util as u; print([n for n in {ABSENT!r} if u.find_spec(n)])"
+    assert run([python, "-c", found], cwd=work, env=env).strip() == "[]"
 
     run([python, "-c", EXECUTE, path], cwd=work, env=env)
 

@@ -3,8 +3,11 @@
 Pages are listed at collection time from the sources (``docs/**/*.md`` and the
 notebooks mkdocs-jupyter includes), so each failure names its page;
 ``test_every_built_page_is_checked`` makes sure that list matches the built site.
-Each page is opened once (light scheme); the per-check tests read that visit's report.
-A full-page screenshot of each lands in ``artifacts/screenshots/<page>.png``.
+Each page is opened once per colour scheme. The light visit runs every axe-core rule
+and the per-check tests read its report; the dark visit runs the rules whose outcome
+depends on the colours (``SCHEME_RULES``): the page's markup is the same in both
+schemes, only the palette's colours change. A full-page screenshot of each visit lands
+in ``artifacts/screenshots/<page>.png`` and ``<page>-dark.png``.
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ pytestmark = pytest.mark.browser
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCS = REPO_ROOT / "docs"
 AXE_BLOCKING = {"serious", "critical"}
+# The axe-core rules whose result can change with the colour scheme: text contrast,
+# links told apart from text by colour, and the images each scheme shows (Material
+# hides the other scheme's `#only-light` / `#only-dark` figure; axe skips hidden ones).
+SCHEME_RULES = ("color-contrast", "link-in-text-block", "image-alt", "role-img-alt")
 RAW_MATH = ("\\(", "\\)", "\\[", "\\]", "$$", "\\frac")
 
 
@@ -84,13 +91,38 @@ def slug(url: str) -> str:
     return url.strip("/").replace("/", "--") or "home"
 
 
+def renders_api_docs(url: str) -> bool:
+    """Whether the page's source has mkdocstrings blocks (``::: attnlab...``).
+
+    Such a page (the API reference) is many times longer than a chapter: its checks
+    are scheduled first among the browser's (``long``), so they do not end the run.
+    """
+    source = DOCS / (url or "index").rstrip("/")
+    for path in (source.with_suffix(".md"), source / "index.md"):
+        if path.is_file():
+            return re.search(r"^:::\s", path.read_text(encoding="utf-8"), re.MULTILINE) is not None
+    return False
+
+
+def page_params(group: str) -> list[Any]:
+    """One param per page; under pytest-xdist (--dist loadgroup) a page's tests in one
+    ``group`` run on one worker, whose module-scoped fixtures open the page once."""
+    return [
+        pytest.param(
+            url,
+            id=slug(url),
+            marks=[
+                pytest.mark.xdist_group(f"{group}-{slug(url)}"),
+                *([pytest.mark.long] if renders_api_docs(url) else []),
+            ],
+        )
+        for url in PAGES
+    ]
+
+
 PAGES = source_pages()
-# Under pytest-xdist (--dist loadgroup) all checks of a page run on one worker, whose
-# module-scoped fixtures then open the page once per scheme.
-PAGE_PARAMS = [
-    pytest.param(url, id=slug(url), marks=pytest.mark.xdist_group(f"page-{slug(url)}"))
-    for url in PAGES
-]
+PAGE_PARAMS = page_params("page")  # the light visit's checks and the link check
+DARK_PARAMS = page_params("dark")  # the dark visit, on any worker: a page's two visits overlap
 
 
 # --- one visit per page -------------------------------------------------------------
@@ -162,8 +194,13 @@ class PageReport:
     scheme: str = ""
 
 
-def visit(context: Any, base: str, url: str, screenshot: Path) -> PageReport:
-    """Open ``url`` in a fresh page of ``context`` and record everything the checks need."""
+def visit(
+    context: Any, base: str, url: str, screenshot: Path, rules: tuple[str, ...] = ()
+) -> PageReport:
+    """Open ``url`` in a fresh page of ``context`` and record everything the checks need.
+
+    axe-core runs the given ``rules`` only, or all of them when none are given.
+    """
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     report = PageReport(url)
@@ -195,28 +232,35 @@ def visit(context: Any, base: str, url: str, screenshot: Path) -> PageReport:
         page.wait_for_load_state("networkidle")
         report.data = page.evaluate(COLLECT_JS)
         report.scheme = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
-        report.axe_violations = run_axe(page)
+        report.axe_violations = run_axe(page, rules)
         page.screenshot(path=str(screenshot), full_page=True)
     finally:
         page.close()
     return report
 
 
-def run_axe(page: Any) -> list[dict[str, Any]]:
-    """Run axe-core (shipped by axe-playwright-python) on ``page``; return all violations."""
+def run_axe(page: Any, rules: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Run axe-core (shipped by axe-playwright-python) on ``page``: the given ``rules``, or
+    all; return the violations."""
     from axe_playwright_python.sync_playwright import Axe
 
-    results = Axe().run(page, options={"resultTypes": ["violations"]})
+    options: dict[str, Any] = {"resultTypes": ["violations"]}
+    if rules:
+        options["runOnly"] = {"type": "rule", "values": list(rules)}
+    results = Axe().run(page, options=options)
     return list(results.response["violations"])
 
 
-def _visits(context: Any, site_url: str, screenshot_dir: Path, suffix: str = "") -> Any:
+def _visits(
+    context: Any, site_url: str, screenshot_dir: Path, suffix: str = "", rules: tuple[str, ...] = ()
+) -> Any:
     """Visit each page once, on first request, in ``context``; screenshots get ``suffix``."""
     cache: dict[str, PageReport] = {}
 
     def report_for(url: str) -> PageReport:
         if url not in cache:
-            cache[url] = visit(context, site_url, url, screenshot_dir / f"{slug(url)}{suffix}.png")
+            shot = screenshot_dir / f"{slug(url)}{suffix}.png"
+            cache[url] = visit(context, site_url, url, shot, rules)
         return cache[url]
 
     return report_for
@@ -230,8 +274,8 @@ def reports(new_context: Any, site_url: str, screenshot_dir: Path) -> Any:
 
 @pytest.fixture(scope="module")
 def dark_reports(new_context: Any, site_url: str, screenshot_dir: Path) -> Any:
-    """The same visits in the dark scheme (Material's slate), for contrast and screenshots."""
-    return _visits(new_context("dark"), site_url, screenshot_dir, "-dark")
+    """The visits in the dark scheme (Material's slate): the scheme's axe rules, screenshots."""
+    return _visits(new_context("dark"), site_url, screenshot_dir, "-dark", SCHEME_RULES)
 
 
 @pytest.fixture
@@ -322,11 +366,11 @@ def test_no_serious_accessibility_violations(report: PageReport) -> None:
     assert not blocking, "axe-core violations:\n" + "\n".join(map(_describe, blocking))
 
 
-@pytest.mark.parametrize("url", PAGE_PARAMS)
+@pytest.mark.parametrize("url", DARK_PARAMS)
 def test_no_serious_accessibility_violations_in_dark_scheme(
     url: str, dark_reports: Any, built_site: Path
 ) -> None:
-    """The dark scheme passes axe-core too: contrast is checked per scheme."""
+    """The dark scheme passes axe-core's scheme-dependent rules (contrast) too."""
     if not (built_site / url / "index.html").is_file():
         pytest.fail(f"page {url or '/'} was not built", pytrace=False)
     report: PageReport = dark_reports(url)
