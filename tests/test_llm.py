@@ -286,10 +286,12 @@ def test_from_hf_equals_llama_attention(implementation: str, heads: int, kv_head
             torch.testing.assert_close(torch.cat(chunks, dim=1), expected, atol=1e-5, rtol=1e-5)
 
 
+@HF
 @pytest.mark.parametrize(("heads", "kv_heads"), [(4, 4), (4, 2), (4, 1)])
 def test_cached_decoding_equals_hf_dynamic_cache(heads: int, kv_heads: int) -> None:
     """Prompt then single tokens through KVCache and through transformers' DynamicCache:
     the same outputs and the same cached (rotated) keys and values."""
+    transformers, _ = hf()
     attn = _hf_attention(heads, kv_heads, "sdpa")
     ours = GroupedQueryAttention.from_hf(attn)
     x = torch.randn(2, 8, 24)
