@@ -6,14 +6,22 @@ notebooks mkdocs-jupyter includes), so each failure names its page;
 Each page is opened once per colour scheme. The light visit runs every axe-core rule
 and the per-check tests read its report; the dark visit runs the rules whose outcome
 depends on the colours (``SCHEME_RULES``): the page's markup is the same in both
-schemes, only the palette's colours change. A full-page screenshot of each visit lands
-in ``artifacts/screenshots/<page>.png`` and ``<page>-dark.png``.
+schemes, only the palette's colours change.
+
+Colour contrast inside highlighted code blocks depends only on the token's class and
+the scheme (one style sheet colours every block of the site), so the per-page visits
+leave ``.highlight`` out of the contrast rule, and
+``test_code_highlighting_contrast`` checks every class the site uses, in both schemes,
+on the fewest pages that together show them all. With ``ATTNLAB_SCREENSHOTS=1``, a
+full-page screenshot of each visit lands in ``artifacts/screenshots/<page>.png`` and
+``<page>-dark.png``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fnmatch
+import os
 import re
 import urllib.error
 import urllib.request
@@ -35,6 +43,10 @@ AXE_BLOCKING = {"serious", "critical"}
 # links told apart from text by colour, and the images each scheme shows (Material
 # hides the other scheme's `#only-light` / `#only-dark` figure; axe skips hidden ones).
 SCHEME_RULES = ("color-contrast", "link-in-text-block", "image-alt", "role-img-alt")
+# Highlighted code blocks (Material's and mkdocstrings'): their contrast is checked per
+# token class by test_code_highlighting_contrast, not again on every page.
+CODE_BLOCKS = ".highlight"
+SCREENSHOTS = os.environ.get("ATTNLAB_SCREENSHOTS") == "1"
 RAW_MATH = ("\\(", "\\)", "\\[", "\\]", "$$", "\\frac")
 
 
@@ -232,23 +244,47 @@ def visit(
         page.wait_for_load_state("networkidle")
         report.data = page.evaluate(COLLECT_JS)
         report.scheme = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
-        report.axe_violations = run_axe(page, rules)
-        page.screenshot(path=str(screenshot), full_page=True)
+        report.axe_violations = run_page_axe(page, rules)
+        if SCREENSHOTS:
+            page.screenshot(path=str(screenshot), full_page=True)
     finally:
         page.close()
     return report
 
 
-def run_axe(page: Any, rules: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+def run_axe(
+    page: Any,
+    rules: tuple[str, ...] = (),
+    context: dict[str, Any] | None = None,
+    disable: tuple[str, ...] = (),
+) -> list[dict[str, Any]]:
     """Run axe-core (shipped by axe-playwright-python) on ``page``: the given ``rules``, or
-    all; return the violations."""
+    all but ``disable``, on ``context`` (axe's include/exclude; the whole page by default);
+    return the violations."""
     from axe_playwright_python.sync_playwright import Axe
 
     options: dict[str, Any] = {"resultTypes": ["violations"]}
     if rules:
         options["runOnly"] = {"type": "rule", "values": list(rules)}
-    results = Axe().run(page, options=options)
+    if disable:
+        options["rules"] = {rule: {"enabled": False} for rule in disable}
+    results = Axe().run(page, context=context, options=options)
     return list(results.response["violations"])
+
+
+def run_page_axe(page: Any, rules: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """axe-core's ``rules`` (or all) on the whole page, the contrast rule outside the code
+    blocks (``test_code_highlighting_contrast`` checks those once per token class)."""
+    chosen = rules or None
+    rest = tuple(rule for rule in (rules or ()) if rule != "color-contrast")
+    violations = []
+    if chosen is None:
+        violations += run_axe(page, disable=("color-contrast",))
+    elif rest:
+        violations += run_axe(page, rest)
+    if chosen is None or "color-contrast" in chosen:
+        violations += run_axe(page, ("color-contrast",), {"exclude": [[CODE_BLOCKS]]})
+    return violations
 
 
 def _visits(
@@ -377,6 +413,108 @@ def test_no_serious_accessibility_violations_in_dark_scheme(
     assert report.scheme == "slate"
     blocking = [v for v in report.axe_violations if v.get("impact") in AXE_BLOCKING]
     assert not blocking, "axe-core violations:\n" + "\n".join(map(_describe, blocking))
+
+
+# --- the colours of highlighted code, once per token class ---------------------------
+
+
+class _CodeTokens(HTMLParser):
+    """The kinds of text inside ``.highlight`` blocks: ``tag.class`` of each element that
+    holds text directly (``span.n``, ``span.mi``, ``code.`` for unhighlighted output...)."""
+
+    VOID = frozenset({"br", "img", "input", "hr", "meta", "link", "wbr", "source", "area", "col"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[tuple[str, str, bool]] = []  # (tag, classes, inside a code block)
+        self.tokens: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self.VOID:
+            return
+        classes = ".".join(sorted((dict(attrs).get("class") or "").split()))
+        inside = bool(self.stack and self.stack[-1][2]) or "highlight" in classes.split(".")
+        self.stack.append((tag, classes, inside))
+
+    def handle_endtag(self, tag: str) -> None:
+        while self.stack and self.stack.pop()[0] != tag:
+            pass
+
+    def handle_data(self, data: str) -> None:
+        if data.strip() and self.stack and self.stack[-1][2]:
+            tag, classes, _ = self.stack[-1]
+            self.tokens.add(f"{tag}.{classes}")
+
+
+def code_tokens(html: str) -> set[str]:
+    """The token classes of the highlighted code in one page's HTML."""
+    parser = _CodeTokens()
+    parser.feed(html)
+    return parser.tokens
+
+
+def fewest_pages_showing(tokens_by_page: dict[str, set[str]]) -> list[str]:
+    """Pages that together show every token (greedy set cover: the most new ones first)."""
+    left = set().union(*tokens_by_page.values()) if tokens_by_page else set()
+    chosen: list[str] = []
+    while left:
+        best = max(sorted(tokens_by_page), key=lambda url: len(tokens_by_page[url] & left))
+        chosen.append(best)
+        left -= tokens_by_page[best]
+    return chosen
+
+
+def test_fewest_pages_showing_covers_every_token() -> None:
+    """The token parser reads classes inside code blocks only, and the cover keeps them all."""
+    html = (
+        '<p><span class="n">prose</span></p><div class="highlight"><pre><span></span>'
+        '<code><span class="kn">import</span> <span class="nn">torch</span>\n'
+        "tensor([1.])</code></pre></div>"
+    )
+    assert code_tokens(html) == {"span.kn", "span.nn", "code."}
+    pages = {"a/": {"x", "y"}, "b/": {"y", "z"}, "c/": {"x", "y", "z"}, "d/": {"w"}}
+    assert fewest_pages_showing(pages) == ["c/", "d/"]
+
+
+# Material hides folded solutions and unselected tabs; axe skips what is hidden.
+SHOW_ALL_CODE_JS = """() => {
+  document.querySelectorAll("details").forEach((d) => { d.open = true; });
+  const style = document.createElement("style");
+  style.textContent =
+    ".tabbed-set > .tabbed-content > .tabbed-block { display: block !important; }";
+  document.head.appendChild(style);
+}"""
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_code_highlighting_contrast(
+    scheme: str, new_context: Any, site_url: str, built_site: Path
+) -> None:
+    """Every token class of the site's highlighted code passes axe-core's contrast rule,
+    in both schemes, on the fewest pages that together show all of them."""
+    tokens = {
+        url: code_tokens((built_site / url / "index.html").read_text(encoding="utf-8"))
+        for url in PAGES
+    }
+    cover = fewest_pages_showing(tokens)
+    assert len(set().union(*tokens.values())) > 10  # the site's code is highlighted
+    context = new_context(scheme)
+    failures: list[str] = []
+    for url in cover:
+        page = context.new_page()
+        try:
+            page.goto(site_url + url, wait_until="load")
+            page.wait_for_load_state("networkidle")
+            page.evaluate(SHOW_ALL_CODE_JS)
+            shown = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+            assert shown == ("slate" if scheme == "dark" else "default"), url
+            violations = run_axe(page, ("color-contrast",), {"include": [[CODE_BLOCKS]]})
+        finally:
+            page.close()
+        blocking = [v for v in violations if v.get("impact") in AXE_BLOCKING]
+        failures += [f"{url or '/'}: {_describe(v)}" for v in blocking]
+    assert not failures, "contrast violations in code:\n" + "\n".join(failures)
 
 
 # --- links and anchors (from the built HTML; no browser needed) ----------------------
