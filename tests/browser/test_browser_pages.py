@@ -46,6 +46,7 @@ SCHEME_RULES = ("color-contrast", "link-in-text-block", "image-alt", "role-img-a
 # Highlighted code blocks (Material's and mkdocstrings'): their contrast is checked per
 # token class by test_code_highlighting_contrast, not again on every page.
 CODE_BLOCKS = ".highlight"
+CODE_COLOUR_RULES = ("color-contrast", "link-in-text-block")
 SCREENSHOTS = os.environ.get("ATTNLAB_SCREENSHOTS") == "1"
 RAW_MATH = ("\\(", "\\)", "\\[", "\\]", "$$", "\\frac")
 
@@ -273,18 +274,19 @@ def run_axe(
 
 
 def run_page_axe(page: Any, rules: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """axe-core's ``rules`` (or all) on the whole page, the contrast rule outside the code
-    blocks (``test_code_highlighting_contrast`` checks those once per token class)."""
-    chosen = rules or None
-    rest = tuple(rule for rule in (rules or ()) if rule != "color-contrast")
-    violations = []
-    if chosen is None:
-        violations += run_axe(page, disable=("color-contrast",))
-    elif rest:
-        violations += run_axe(page, rest)
-    if chosen is None or "color-contrast" in chosen:
-        violations += run_axe(page, ("color-contrast",), {"exclude": [[CODE_BLOCKS]]})
-    return violations
+    """axe-core's ``rules`` (or all) on the page, the contrast rule outside the code blocks
+    (``test_code_highlighting_contrast`` checks those once per token class).
+
+    Given ``rules`` (the dark visit's colour rules: none of the others looks inside code)
+    run once, outside the code blocks; all rules take two runs: every rule but contrast
+    on the whole page, then contrast outside the code blocks.
+    """
+    outside_code = {"exclude": [[CODE_BLOCKS]]}
+    if rules:
+        return run_axe(page, rules, outside_code)
+    return run_axe(page, disable=("color-contrast",)) + run_axe(
+        page, ("color-contrast",), outside_code
+    )
 
 
 def _visits(
@@ -491,8 +493,8 @@ SHOW_ALL_CODE_JS = """() => {
 def test_code_highlighting_contrast(
     scheme: str, new_context: Any, site_url: str, built_site: Path
 ) -> None:
-    """Every token class of the site's highlighted code passes axe-core's contrast rule,
-    in both schemes, on the fewest pages that together show all of them."""
+    """Every token class of the site's highlighted code passes axe-core's colour rules
+    (contrast, links told apart), in both schemes, on the fewest pages showing them all."""
     tokens = {
         url: code_tokens((built_site / url / "index.html").read_text(encoding="utf-8"))
         for url in PAGES
@@ -509,7 +511,7 @@ def test_code_highlighting_contrast(
             page.evaluate(SHOW_ALL_CODE_JS)
             shown = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
             assert shown == ("slate" if scheme == "dark" else "default"), url
-            violations = run_axe(page, ("color-contrast",), {"include": [[CODE_BLOCKS]]})
+            violations = run_axe(page, CODE_COLOUR_RULES, {"include": [[CODE_BLOCKS]]})
         finally:
             page.close()
         blocking = [v for v in violations if v.get("impact") in AXE_BLOCKING]
