@@ -586,7 +586,7 @@ def run_benchmark(quick: bool = False, progress: bool = True) -> dict[str, Any]:
     }
 
 
-# ------------------------------------------------------- forward + backward, issue 13
+# ------------------------------------------------------------------ forward + backward
 
 
 def _backward_worker(spec: dict[str, Any]) -> dict[str, Any]:
@@ -757,7 +757,7 @@ def run_ring_memory(T: int = 16384, world_sizes: tuple[int, ...] = (1, 2, 4)) ->
     }
 
 
-# ------------------------------------------------- decoding with a KV cache, issue 12
+# ------------------------------------------------------------- decoding with a KV cache
 
 DECODE_FULL: dict[str, Any] = {
     "d_model": 512,
@@ -905,7 +905,7 @@ def run_decode_benchmark(quick: bool = False) -> dict[str, Any]:
     }
 
 
-# ------------------------------------------------ sliding-window flash, issue 12
+# ------------------------------------------------------------------ sliding-window flash
 
 WINDOW_FULL: dict[str, Any] = {
     "T": [512, 1024, 2048, 4096, 8192],
