@@ -365,11 +365,7 @@ def _block_scores(
     if mask is not None:
         # (N, ..., Bq, Bk) -> (n, Bq, Bk): a copy of one block only
         mask_block = mask[..., i0:i1, j0:j1].reshape(n, i1 - i0, j1 - j0)
-        if out is None:
-            return apply_mask(attn_scores, mask_block)
-        if mask_block.dtype == torch.bool:
-            return attn_scores.masked_fill_(~mask_block, float("-inf"))
-        return attn_scores.add_(mask_block)
+        return apply_mask(attn_scores, mask_block, inplace=out is not None)
     return attn_scores
 
 

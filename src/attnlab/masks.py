@@ -58,7 +58,7 @@ def causal_mask(L: int, S: int | None = None, device: torch.device | str | None 
     return torch.ones(L, S, dtype=torch.bool, device=device).tril()
 
 
-def apply_mask(attn_scores: Tensor, attn_mask: Tensor | None) -> Tensor:
+def apply_mask(attn_scores: Tensor, attn_mask: Tensor | None, *, inplace: bool = False) -> Tensor:
     """Apply a mask to scaled scores: bool ``False`` becomes ``-inf``, a float mask is added.
 
     The one place this rule is written; the explicit path, flash attention's blocks and
@@ -68,6 +68,8 @@ def apply_mask(attn_scores: Tensor, attn_mask: Tensor | None) -> Tensor:
         attn_scores: Scaled attention scores.
         attn_mask: ``None`` (scores returned as they are), bool (``True`` = may attend)
             or float (added), broadcastable to the scores.
+        inplace: Write into ``attn_scores`` (which must not need autograd's record)
+            instead of returning a new tensor.
 
     Returns:
         The masked scores.
@@ -78,8 +80,10 @@ def apply_mask(attn_scores: Tensor, attn_mask: Tensor | None) -> Tensor:
     if attn_mask is None:
         return attn_scores
     if attn_mask.dtype == torch.bool:
+        if inplace:
+            return attn_scores.masked_fill_(~attn_mask, float("-inf"))
         return attn_scores.masked_fill(~attn_mask, float("-inf"))
-    return attn_scores + attn_mask
+    return attn_scores.add_(attn_mask) if inplace else attn_scores + attn_mask
 
 
 def mask_from_torch(mask: Tensor) -> Tensor:
