@@ -87,3 +87,26 @@ def _fails(rank: int, world_size: int) -> None:
 def test_run_local_reports_a_failing_rank() -> None:
     with pytest.raises(RuntimeError, match="ValueError: rank"):
         ring.run_local(_fails, 2)
+
+
+def _world(rank: int, world_size: int) -> int:
+    return int(torch.distributed.get_world_size())
+
+
+def test_run_local_forks_every_rank_before_the_store_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The store serves from a thread of its own; a rank forked while it runs can inherit
+    a lock held by that thread and hang before it joins. So no rank is forked after it."""
+    import multiprocessing
+
+    alive_at_store: list[int] = []
+    make_store = ring._free_store
+
+    def recording_store(timeout: Any) -> Any:
+        alive_at_store.append(len(multiprocessing.active_children()))
+        return make_store(timeout)
+
+    monkeypatch.setattr(ring, "_free_store", recording_store)
+    assert ring.run_local(_world, 3) == [3, 3, 3]
+    assert alive_at_store == [3]

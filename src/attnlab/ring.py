@@ -479,17 +479,19 @@ def _rank_main(
     fn: Callable[..., Any],
     rank: int,
     world_size: int,
-    port: int,
+    port_reader: Any,
     timeout_s: float,
     results: Any,
     args: tuple[Any, ...],
 ) -> None:
-    """Body of one local process: join the group, run ``fn``, report, leave."""
+    """Body of one local process: get the store's port, join, run ``fn``, report, leave."""
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # gloo talks over loopback only
     torch.set_num_threads(1)
     timeout = datetime.timedelta(seconds=timeout_s)
     try:
-        store = TCPStore("127.0.0.1", port, is_master=False, timeout=timeout)
+        if not port_reader.poll(timeout_s):
+            raise RuntimeError(f"no rendezvous port from the parent within {timeout_s} s")
+        store = TCPStore("127.0.0.1", port_reader.recv(), is_master=False, timeout=timeout)
         dist.init_process_group(
             "gloo", store=store, rank=rank, world_size=world_size, timeout=timeout
         )
@@ -525,21 +527,28 @@ def run_local(
         RuntimeError: A rank raised (its traceback is in the message) or timed out.
     """
     ctx = mp.get_context("fork")
-    timeout = datetime.timedelta(seconds=timeout_s)
-    store = _free_store(timeout)
     results = ctx.Queue()
+    pipes = [ctx.Pipe(duplex=False) for _ in range(world_size)]  # (reader, writer) per rank
     processes = [
         ctx.Process(
             target=_rank_main,
-            args=(fn, rank, world_size, store.port, timeout_s, results, args),
+            args=(fn, rank, world_size, reader, timeout_s, results, args),
             daemon=True,
         )
-        for rank in range(world_size)
+        for rank, (reader, _) in enumerate(pipes)
     ]
     outputs: dict[int, Any] = {}
+    store = None
     try:
         for process in processes:
             process.start()
+        # The store serves its clients from a thread of its own. Forking while that
+        # thread runs can copy a lock it holds into a child, where nothing ever
+        # releases it (a rank then hangs before joining): so every rank is forked
+        # first, and is told the store's port once the store exists.
+        store = _free_store(datetime.timedelta(seconds=timeout_s))
+        for _, writer in pipes:
+            writer.send(store.port)
         for _ in range(world_size):
             try:
                 rank, ok, payload = results.get(timeout=timeout_s)
@@ -554,5 +563,8 @@ def run_local(
             if process.is_alive():
                 process.terminate()
                 process.join()
+        for reader, writer in pipes:
+            reader.close()
+            writer.close()
         del store
     return [outputs[rank] for rank in range(world_size)]
