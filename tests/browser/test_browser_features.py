@@ -76,18 +76,6 @@ def test_search_finds_softmax(page: Any, site_url: str) -> None:
     assert "softmax" in results.first.inner_text().lower()
 
 
-def test_dark_scheme_screenshots(new_context: Any, site_url: str, screenshot_dir: Path) -> None:
-    """The home page and the explorer render in the dark scheme (screenshots for a person)."""
-    tab = new_context("dark").new_page()
-    for url, name in (("", "home"), ("explorer/", "explorer")):
-        tab.goto(site_url + url)
-        assert _scheme(tab) == "slate"
-        if url == "explorer/":
-            tab.wait_for_selector("#attention-explorer[data-ready='true']")
-        tab.screenshot(path=str(screenshot_dir / f"{name}-dark.png"), full_page=True)
-    tab.close()
-
-
 # --- the explorer ------------------------------------------------------------------------
 
 

@@ -3,10 +3,12 @@
 Pages are listed at collection time from the sources (``docs/**/*.md`` and the
 notebooks mkdocs-jupyter includes), so each failure names its page;
 ``test_every_built_page_is_checked`` makes sure that list matches the built site.
-Each page is opened once per colour scheme. The light visit runs every axe-core rule
-and the per-check tests read its report; the dark visit runs the rules whose outcome
-depends on the colours (``SCHEME_RULES``): the page's markup is the same in both
-schemes, only the palette's colours change.
+Each page is opened once, in one browser tab that a worker reuses for every page it
+visits (a new tab costs Chromium a new renderer). The visit runs every axe-core rule
+in the light scheme, and the per-check tests read its report; then it switches to the
+dark scheme with the header's toggle, as a reader does, and runs the rules whose outcome
+depends on the colours (``SCHEME_RULES``): the markup is the same in both schemes,
+only the palette's colours change.
 
 Colour contrast inside highlighted code blocks depends only on the token's class and
 the scheme (one style sheet colours every block of the site), so the per-page visits
@@ -134,8 +136,7 @@ def page_params(group: str) -> list[Any]:
 
 
 PAGES = source_pages()
-PAGE_PARAMS = page_params("page")  # the light visit's checks and the link check
-DARK_PARAMS = page_params("dark")  # the dark visit, on any worker: a page's two visits overlap
+PAGE_PARAMS = page_params("page")  # every check of a page: one worker, one visit
 
 
 # --- one visit per page -------------------------------------------------------------
@@ -195,7 +196,7 @@ IMAGES_DONE_JS = "() => [...document.querySelectorAll('img')].every((img) => img
 
 @dataclass
 class PageReport:
-    """What one visit of a page saw."""
+    """What one visit of a page saw, in the light scheme and then in the dark one."""
 
     url: str
     ready: bool = False
@@ -205,14 +206,35 @@ class PageReport:
     failed: list[str] = field(default_factory=list)
     axe_violations: list[dict[str, Any]] = field(default_factory=list)
     scheme: str = ""
+    dark_axe_violations: list[dict[str, Any]] = field(default_factory=list)
+    dark_scheme: str = ""
 
 
-def visit(
-    context: Any, base: str, url: str, screenshot: Path, rules: tuple[str, ...] = ()
-) -> PageReport:
-    """Open ``url`` in a fresh page of ``context`` and record everything the checks need.
+SCHEME_JS = "document.body.getAttribute('data-md-color-scheme')"
+# Material's palette names: the light scheme is "default", the dark one "slate".
+MATERIAL_SCHEME = {"light": "default", "dark": "slate"}
 
-    axe-core runs the given ``rules`` only, or all of them when none are given.
+
+def switch_scheme(page: Any, scheme: str) -> None:
+    """Show ``page`` in ``scheme`` ("light" or "dark") the way a reader gets there.
+
+    The browser's preference changes, and the header's palette toggle is clicked when
+    the page is not already in that scheme (Material reads the preference only when no
+    palette is stored, and the toggle stores one). The body's palette attributes then
+    equal those of a page first opened with that preference.
+    """
+    page.emulate_media(color_scheme=scheme)
+    wanted = MATERIAL_SCHEME[scheme]
+    if page.evaluate(SCHEME_JS) != wanted:
+        page.locator('form[data-md-component="palette"] label:not([hidden])').click()
+    page.wait_for_function(f"{SCHEME_JS} === {wanted!r}")
+
+
+def visit(page: Any, base: str, url: str, screenshot: Path) -> PageReport:
+    """Open ``url`` in ``page`` (a reused tab) and record everything the checks need.
+
+    The light scheme gets every axe-core rule, the dark one ``SCHEME_RULES``; the tab
+    is left in the light scheme for the next visit.
     """
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -226,12 +248,15 @@ def visit(
         if response.status >= 400:
             report.failed.append(f"{response.url}: HTTP {response.status}")
 
-    page = context.new_page()
-    page.on("request", lambda request: report.requests.append(request.url))
-    page.on("console", on_console)
-    page.on("pageerror", lambda error: report.console_errors.append(f"uncaught: {error}"))
-    page.on("requestfailed", lambda request: report.failed.append(f"{request.url}: failed"))
-    page.on("response", on_response)
+    listeners = {
+        "request": lambda request: report.requests.append(request.url),
+        "console": on_console,
+        "pageerror": lambda error: report.console_errors.append(f"uncaught: {error}"),
+        "requestfailed": lambda request: report.failed.append(f"{request.url}: failed"),
+        "response": on_response,
+    }
+    for event, listener in listeners.items():
+        page.on(event, listener)
     try:
         page.goto(base + url, wait_until="load")
         # Not ready in 5 s: the checks then say what is missing (formulas, buttons).
@@ -244,12 +269,21 @@ def visit(
             page.wait_for_function(IMAGES_DONE_JS, timeout=5_000)
         page.wait_for_load_state("networkidle")
         report.data = page.evaluate(COLLECT_JS)
-        report.scheme = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
-        report.axe_violations = run_page_axe(page, rules)
+        report.scheme = page.evaluate(SCHEME_JS)
+        report.axe_violations = run_page_axe(page)
         if SCREENSHOTS:
             page.screenshot(path=str(screenshot), full_page=True)
+        switch_scheme(page, "dark")
+        report.dark_scheme = page.evaluate(SCHEME_JS)
+        report.dark_axe_violations = run_page_axe(page, SCHEME_RULES)
+        if SCREENSHOTS:
+            dark_shot = screenshot.with_stem(f"{screenshot.stem}-dark")
+            page.screenshot(path=str(dark_shot), full_page=True)
     finally:
-        page.close()
+        with contextlib.suppress(Exception):  # a failed visit is reported by its checks
+            switch_scheme(page, "light")
+        for event, listener in listeners.items():
+            page.remove_listener(event, listener)
     return report
 
 
@@ -289,31 +323,18 @@ def run_page_axe(page: Any, rules: tuple[str, ...] = ()) -> list[dict[str, Any]]
     )
 
 
-def _visits(
-    context: Any, site_url: str, screenshot_dir: Path, suffix: str = "", rules: tuple[str, ...] = ()
-) -> Any:
-    """Visit each page once, on first request, in ``context``; screenshots get ``suffix``."""
+@pytest.fixture(scope="module")
+def reports(new_context: Any, site_url: str, screenshot_dir: Path) -> Any:
+    """Visit each page once, on first request, in one light-scheme tab of this worker."""
+    tab = new_context("light").new_page()
     cache: dict[str, PageReport] = {}
 
     def report_for(url: str) -> PageReport:
         if url not in cache:
-            shot = screenshot_dir / f"{slug(url)}{suffix}.png"
-            cache[url] = visit(context, site_url, url, shot, rules)
+            cache[url] = visit(tab, site_url, url, screenshot_dir / f"{slug(url)}.png")
         return cache[url]
 
     return report_for
-
-
-@pytest.fixture(scope="module")
-def reports(new_context: Any, site_url: str, screenshot_dir: Path) -> Any:
-    """Visit each page once, on first request, in one shared light-scheme context."""
-    return _visits(new_context("light"), site_url, screenshot_dir)
-
-
-@pytest.fixture(scope="module")
-def dark_reports(new_context: Any, site_url: str, screenshot_dir: Path) -> Any:
-    """The visits in the dark scheme (Material's slate): the scheme's axe rules, screenshots."""
-    return _visits(new_context("dark"), site_url, screenshot_dir, "-dark", SCHEME_RULES)
 
 
 @pytest.fixture
@@ -404,16 +425,11 @@ def test_no_serious_accessibility_violations(report: PageReport) -> None:
     assert not blocking, "axe-core violations:\n" + "\n".join(map(_describe, blocking))
 
 
-@pytest.mark.parametrize("url", DARK_PARAMS)
-def test_no_serious_accessibility_violations_in_dark_scheme(
-    url: str, dark_reports: Any, built_site: Path
-) -> None:
+@pytest.mark.parametrize("url", PAGE_PARAMS)
+def test_no_serious_accessibility_violations_in_dark_scheme(report: PageReport) -> None:
     """The dark scheme passes axe-core's scheme-dependent rules (contrast) too."""
-    if not (built_site / url / "index.html").is_file():
-        pytest.fail(f"page {url or '/'} was not built", pytrace=False)
-    report: PageReport = dark_reports(url)
-    assert report.scheme == "slate"
-    blocking = [v for v in report.axe_violations if v.get("impact") in AXE_BLOCKING]
+    assert report.dark_scheme == "slate"
+    blocking = [v for v in report.dark_axe_violations if v.get("impact") in AXE_BLOCKING]
     assert not blocking, "axe-core violations:\n" + "\n".join(map(_describe, blocking))
 
 
@@ -421,22 +437,26 @@ def test_no_serious_accessibility_violations_in_dark_scheme(
 
 
 class _CodeTokens(HTMLParser):
-    """The kinds of text inside ``.highlight`` blocks: ``tag.class`` of each element that
-    holds text directly (``span.n``, ``span.mi``, ``code.`` for unhighlighted output...)."""
+    """The kinds of text inside ``.highlight`` blocks, as ``"<block> <tag>.<classes>"``:
+    the classes of the nearest ``.highlight`` element, then the tag and classes of the
+    element holding the text (``highlight span.kn``, ``highlight code.`` for unhighlighted
+    output...). ``SAMPLE_CODE_TOKENS_JS`` names the elements of a page the same way."""
 
     VOID = frozenset({"br", "img", "input", "hr", "meta", "link", "wbr", "source", "area", "col"})
 
     def __init__(self) -> None:
         super().__init__()
-        self.stack: list[tuple[str, str, bool]] = []  # (tag, classes, inside a code block)
+        self.stack: list[tuple[str, str, str]] = []  # (tag, classes, enclosing block or "")
         self.tokens: set[str] = set()
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in self.VOID:
             return
         classes = ".".join(sorted((dict(attrs).get("class") or "").split()))
-        inside = bool(self.stack and self.stack[-1][2]) or "highlight" in classes.split(".")
-        self.stack.append((tag, classes, inside))
+        block = self.stack[-1][2] if self.stack else ""
+        if "highlight" in classes.split("."):
+            block = classes
+        self.stack.append((tag, classes, block))
 
     def handle_endtag(self, tag: str) -> None:
         while self.stack and self.stack.pop()[0] != tag:
@@ -444,8 +464,8 @@ class _CodeTokens(HTMLParser):
 
     def handle_data(self, data: str) -> None:
         if data.strip() and self.stack and self.stack[-1][2]:
-            tag, classes, _ = self.stack[-1]
-            self.tokens.add(f"{tag}.{classes}")
+            tag, classes, block = self.stack[-1]
+            self.tokens.add(f"{block} {tag}.{classes}")
 
 
 def code_tokens(html: str) -> set[str]:
@@ -469,11 +489,15 @@ def fewest_pages_showing(tokens_by_page: dict[str, set[str]]) -> list[str]:
 def test_fewest_pages_showing_covers_every_token() -> None:
     """The token parser reads classes inside code blocks only, and the cover keeps them all."""
     html = (
-        '<p><span class="n">prose</span></p><div class="highlight"><pre><span></span>'
-        '<code><span class="kn">import</span> <span class="nn">torch</span>\n'
+        '<p><span class="n">prose</span></p><div class="language-python highlight"><pre>'
+        '<span></span><code><span class="kn">import</span> <span class="nn">torch</span>\n'
         "tensor([1.])</code></pre></div>"
     )
-    assert code_tokens(html) == {"span.kn", "span.nn", "code."}
+    assert code_tokens(html) == {
+        "highlight.language-python span.kn",
+        "highlight.language-python span.nn",
+        "highlight.language-python code.",
+    }
     pages = {"a/": {"x", "y"}, "b/": {"y", "z"}, "c/": {"x", "y", "z"}, "d/": {"w"}}
     assert fewest_pages_showing(pages) == ["c/", "d/"]
 
@@ -487,35 +511,51 @@ SHOW_ALL_CODE_JS = """() => {
   document.head.appendChild(style);
 }"""
 
+# Marks the first element of each kind of code text (named as _CodeTokens names it)
+# with `data-code-sample`; returns the kinds.
+SAMPLE_CODE_TOKENS_JS = """() => {
+  const kinds = new Set();
+  const classes = (el) => [...el.classList].sort().join(".");
+  for (const el of document.querySelectorAll(".highlight, .highlight *")) {
+    const text = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+    if (!text) continue;
+    const kind = `${classes(el.closest(".highlight"))} ${el.tagName.toLowerCase()}.${classes(el)}`;
+    if (kinds.has(kind)) continue;
+    kinds.add(kind);
+    el.setAttribute("data-code-sample", "");
+  }
+  return [...kinds];
+}"""
+
 
 @pytest.mark.long
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_code_highlighting_contrast(
-    scheme: str, new_context: Any, site_url: str, built_site: Path
-) -> None:
-    """Every token class of the site's highlighted code passes axe-core's colour rules
-    (contrast, links told apart), in both schemes, on the fewest pages showing them all."""
+def test_code_highlighting_contrast(new_context: Any, site_url: str, built_site: Path) -> None:
+    """Every kind of text in the site's highlighted code passes axe-core's colour rules
+    (contrast, links told apart), in both schemes: one element of each kind, on the
+    fewest pages that show them all. One style sheet colours every block, so the
+    colours depend only on the kind (the block's classes, the element's tag and classes)."""
     tokens = {
         url: code_tokens((built_site / url / "index.html").read_text(encoding="utf-8"))
         for url in PAGES
     }
-    cover = fewest_pages_showing(tokens)
-    assert len(set().union(*tokens.values())) > 10  # the site's code is highlighted
-    context = new_context(scheme)
+    every_kind = set().union(*tokens.values())
+    assert len(every_kind) > 10  # the site's code is highlighted
+    tab = new_context("light").new_page()
+    checked: set[str] = set()
     failures: list[str] = []
-    for url in cover:
-        page = context.new_page()
-        try:
-            page.goto(site_url + url, wait_until="load")
-            page.wait_for_load_state("networkidle")
-            page.evaluate(SHOW_ALL_CODE_JS)
-            shown = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
-            assert shown == ("slate" if scheme == "dark" else "default"), url
-            violations = run_axe(page, CODE_COLOUR_RULES, {"include": [[CODE_BLOCKS]]})
-        finally:
-            page.close()
-        blocking = [v for v in violations if v.get("impact") in AXE_BLOCKING]
-        failures += [f"{url or '/'}: {_describe(v)}" for v in blocking]
+    for url in fewest_pages_showing(tokens):
+        tab.goto(site_url + url, wait_until="load")
+        tab.wait_for_load_state("networkidle")
+        tab.evaluate(SHOW_ALL_CODE_JS)
+        checked.update(tab.evaluate(SAMPLE_CODE_TOKENS_JS))
+        for scheme in ("light", "dark"):
+            switch_scheme(tab, scheme)
+            violations = run_axe(tab, CODE_COLOUR_RULES, {"include": [["[data-code-sample]"]]})
+            blocking = [v for v in violations if v.get("impact") in AXE_BLOCKING]
+            failures += [f"{url or '/'} ({scheme}): {_describe(v)}" for v in blocking]
+        switch_scheme(tab, "light")
+    tab.close()
+    assert every_kind <= checked, f"kinds of code text not sampled: {every_kind - checked}"
     assert not failures, "contrast violations in code:\n" + "\n".join(failures)
 
 
