@@ -19,7 +19,9 @@ setup: $(STAMP)
 # 1. the virtual environment;
 # 2. PyTorch first, pinned: a bare `torch` requirement would pull a multi-GB CUDA build;
 # 3. the package with every extra;
-# 4. Debian's chromium for the browser tests (`playwright install` cannot download here).
+# 4. Debian's chromium for the browser tests (`playwright install` cannot download here);
+# 5. mypy's cache of the installed packages' types (in .venv; see [tool.mypy]), so the
+#    type check in the tests analyses only the project (errors are the tests' to report).
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install $(TORCH)
@@ -27,6 +29,7 @@ $(STAMP): pyproject.toml
 	if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
 	fi
+	$(PY) -m mypy > /dev/null || true
 	touch $(STAMP)
 
 serve: setup
