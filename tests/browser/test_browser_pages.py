@@ -8,7 +8,9 @@ visits (a new tab costs Chromium a new renderer). The visit runs every axe-core 
 in the light scheme, and the per-check tests read its report; then it switches to the
 dark scheme with the header's toggle, as a reader does, and runs the rules whose outcome
 depends on the colours (``SCHEME_RULES``): the markup is the same in both schemes,
-only the palette's colours change.
+only the palette's colours change. The colour rules look at one element of each kind
+where many share their colours by construction: the site's chrome (one template on
+every page) and the symbols of a formula (``SAME_COLOURS_JS`` says exactly which).
 
 Colour contrast inside highlighted code blocks depends only on the token's class and
 the scheme (one style sheet colours every block of the site), so the per-page visits
@@ -41,14 +43,17 @@ pytestmark = pytest.mark.browser
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCS = REPO_ROOT / "docs"
 AXE_BLOCKING = {"serious", "critical"}
-# The axe-core rules whose result can change with the colour scheme: text contrast,
-# links told apart from text by colour, and the images each scheme shows (Material
-# hides the other scheme's `#only-light` / `#only-dark` figure; axe skips hidden ones).
-SCHEME_RULES = ("color-contrast", "link-in-text-block", "image-alt", "role-img-alt")
-# Highlighted code blocks (Material's and mkdocstrings'): their contrast is checked per
-# token class by test_code_highlighting_contrast, not again on every page.
+# The axe-core rules that read colours: text contrast, links told apart from text by colour.
+COLOUR_RULES = ("color-contrast", "link-in-text-block")
+# The rules whose result can change with the colour scheme: the colour rules, and the
+# images each scheme shows (Material hides the other scheme's `#only-light` /
+# `#only-dark` figure; axe skips hidden ones).
+SCHEME_RULES = (*COLOUR_RULES, "image-alt", "role-img-alt")
+# Highlighted code blocks (Material's and mkdocstrings'): their colours are checked per
+# kind of token by test_code_highlighting_contrast, not again on every page.
 CODE_BLOCKS = ".highlight"
-CODE_COLOUR_RULES = ("color-contrast", "link-in-text-block")
+# Marked by SAME_COLOURS_JS: text whose colours another element of the page already shows.
+SAME_COLOURS = "[data-same-colours]"
 SCREENSHOTS = os.environ.get("ATTNLAB_SCREENSHOTS") == "1"
 RAW_MATH = ("\\(", "\\)", "\\[", "\\]", "$$", "\\frac")
 
@@ -307,20 +312,67 @@ def run_axe(
     return list(results.response["violations"])
 
 
-def run_page_axe(page: Any, rules: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """axe-core's ``rules`` (or all) on the page, the contrast rule outside the code blocks
-    (``test_code_highlighting_contrast`` checks those once per token class).
+# Marks with `data-same-colours` the text elements whose colours, background and size
+# class another element of the page already shows, so that the colour rules look at one
+# of each:
+# * in the site's chrome (header, tabs, navigation, table of contents, footer), the same
+#   template on every page, one visible element per kind: its tag, classes and attribute
+#   names, and those of its ancestors up to the region;
+# * in each formula without colour of its own (KaTeX inherits the text's), the one with
+#   the smallest text: the strictest contrast threshold of them all.
+# An element stays unmarked when anything under it would be left unchecked: text of an
+# unmarked element, or an image. Returns how many it marked.
+SAME_COLOURS_JS = """() => {
+  const ownText = (el) => [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+  const kind = (el) => [el.tagName, ...[...el.classList].sort(), ...el.getAttributeNames()
+    .filter((name) => name !== "class").sort().map((name) => `[${name}]`)].join(".");
+  const marked = [];
+  for (const region of document.querySelectorAll(".md-header, .md-tabs, .md-sidebar, .md-footer")) {
+    const seen = new Set();
+    for (const el of region.querySelectorAll("*")) {
+      if (!ownText(el)) continue;
+      const chain = [];
+      for (let node = el; node !== region; node = node.parentElement) chain.push(kind(node));
+      const key = chain.join(" < ");
+      if (seen.has(key)) marked.push(el);
+      else if (el.checkVisibility()) seen.add(key);
+    }
+  }
+  for (const formula of document.querySelectorAll(".katex-html")) {
+    if (formula.querySelector('[style*="color"]')) continue;  // \\color, \\colorbox
+    const strictness = (el) => {
+      const style = getComputedStyle(el);
+      return (parseInt(style.fontWeight, 10) >= 700 ? 1e6 : 0) + parseFloat(style.fontSize);
+    };
+    const texts = [...formula.querySelectorAll("*")].filter(ownText);
+    texts.sort((a, b) => strictness(a) - strictness(b));
+    marked.push(...texts.slice(1));
+  }
+  marked.forEach((el) => el.setAttribute("data-same-colours", ""));
+  for (const el of marked.reverse()) {  // the deepest first
+    const unchecked = [...el.querySelectorAll("*")].some(
+      (inner) => inner.matches("img, svg, [role=img]")
+        || (ownText(inner) && !inner.hasAttribute("data-same-colours")));
+    if (unchecked) el.removeAttribute("data-same-colours");
+  }
+  return document.querySelectorAll("[data-same-colours]").length;
+}"""
 
-    Given ``rules`` (the dark visit's colour rules: none of the others looks inside code)
-    run once, outside the code blocks; all rules take two runs: every rule but contrast
-    on the whole page, then contrast outside the code blocks.
+
+def run_page_axe(page: Any, rules: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """axe-core's ``rules`` (or all) on the page; the colour rules outside the code blocks
+    (``test_code_highlighting_contrast`` checks those once per kind of token) and on one
+    element of each kind of the page's shared colours (``SAME_COLOURS_JS``).
+
+    Given ``rules`` (the dark visit's: the colour rules and the images') they run once;
+    all rules take two runs: every rule but the colour rules on the whole page, then the
+    colour rules.
     """
-    outside_code = {"exclude": [[CODE_BLOCKS]]}
+    page.evaluate(SAME_COLOURS_JS)  # marks stay on the page: the same for both schemes
+    sampled = {"exclude": [[CODE_BLOCKS], [SAME_COLOURS]]}
     if rules:
-        return run_axe(page, rules, outside_code)
-    return run_axe(page, disable=("color-contrast",)) + run_axe(
-        page, ("color-contrast",), outside_code
-    )
+        return run_axe(page, rules, sampled)
+    return run_axe(page, disable=COLOUR_RULES) + run_axe(page, COLOUR_RULES, sampled)
 
 
 @pytest.fixture(scope="module")
@@ -550,7 +602,7 @@ def test_code_highlighting_contrast(new_context: Any, site_url: str, built_site:
         checked.update(tab.evaluate(SAMPLE_CODE_TOKENS_JS))
         for scheme in ("light", "dark"):
             switch_scheme(tab, scheme)
-            violations = run_axe(tab, CODE_COLOUR_RULES, {"include": [["[data-code-sample]"]]})
+            violations = run_axe(tab, COLOUR_RULES, {"include": [["[data-code-sample]"]]})
             blocking = [v for v in violations if v.get("impact") in AXE_BLOCKING]
             failures += [f"{url or '/'} ({scheme}): {_describe(v)}" for v in blocking]
         switch_scheme(tab, "light")
