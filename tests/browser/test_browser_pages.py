@@ -9,8 +9,8 @@ in the light scheme, and the per-check tests read its report; then it switches t
 dark scheme with the header's toggle, as a reader does, and runs the rules whose outcome
 depends on the colours (``SCHEME_RULES``): the markup is the same in both schemes,
 only the palette's colours change. The colour rules look at one element of each kind
-where many share their colours by construction: the site's chrome (one template on
-every page) and the symbols of a formula (``SAME_COLOURS_JS`` says exactly which).
+where many are made from one template: the site's chrome and the symbols of a formula
+(``SAME_COLOURS_JS`` says exactly which).
 
 Colour contrast inside highlighted code blocks depends only on the token's class and
 the scheme (one style sheet colours every block of the site), so the per-page visits
@@ -313,11 +313,13 @@ def run_axe(
 
 
 # Marks with `data-same-colours` the text elements whose colours, background and size
-# class another element of the page already shows, so that the colour rules look at one
-# of each:
+# another element of the page already shows, so that the colour rules look at one of
+# each where many are made from one template:
 # * in the site's chrome (header, tabs, navigation, table of contents, footer), the same
-#   template on every page, one visible element per kind: its tag, classes and attribute
-#   names, and those of its ancestors up to the region;
+#   template on every page: one visible element per kind, where a kind is the element's
+#   computed colour, font size and weight, inline style, tag, classes and attribute
+#   names, and the tags, classes and attribute names of its ancestors up to the region
+#   (its background comes from them);
 # * in each formula without colour of its own (KaTeX inherits the text's), the one with
 #   the smallest text: the strictest contrast threshold of them all.
 # An element stays unmarked when anything under it would be left unchecked: text of an
@@ -326,13 +328,20 @@ SAME_COLOURS_JS = """() => {
   const ownText = (el) => [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
   const kind = (el) => [el.tagName, ...[...el.classList].sort(), ...el.getAttributeNames()
     .filter((name) => name !== "class").sort().map((name) => `[${name}]`)].join(".");
+  const looks = (el) => {
+    const style = getComputedStyle(el);
+    return [style.color, style.fontSize, style.fontWeight, el.getAttribute("style")].join(" ");
+  };
+  const regions = ".md-header, .md-tabs, .md-sidebar, .md-footer";
+  const seen = new Set();
   const marked = [];
-  for (const region of document.querySelectorAll(".md-header, .md-tabs, .md-sidebar, .md-footer")) {
-    const seen = new Set();
+  for (const region of document.querySelectorAll(regions)) {
     for (const el of region.querySelectorAll("*")) {
       if (!ownText(el)) continue;
-      const chain = [];
-      for (let node = el; node !== region; node = node.parentElement) chain.push(kind(node));
+      const chain = [looks(el)];
+      for (let node = el; node !== region.parentElement; node = node.parentElement) {
+        chain.push(kind(node));
+      }
       const key = chain.join(" < ");
       if (seen.has(key)) marked.push(el);
       else if (el.checkVisibility()) seen.add(key);
