@@ -73,6 +73,8 @@ FIGURE = re.compile(
     r'^(?P<indent>\s*)!\[(?P<alt>[^\]]*)\]\([^)\s]*figures/[^)\s]+\.svg(?:\s+"(?P<caption>[^"]*)")?\)\s*$'
 )
 PAGE_LINK = re.compile(r"(?<!!)\[(?P<text>[^\]]+)\]\((?!https?:|mailto:|#)[^)\s]+\)")
+# mkdocs-autorefs' cross-references to the API reference: `[text][attnlab.name]`, `[name][]`
+AUTOREF = re.compile(r"(?<!!)\[(?P<text>[^\]]+)\]\[[\w.]*\]")
 ICON = re.compile(r":(?:material|octicons|fontawesome|simple)-[\w-]+:\s*")
 
 
@@ -102,6 +104,7 @@ def _prose(line: str) -> str:
     line = ICON.sub("", line)
     line = ATTR_LIST.sub("", line)
     line = PAGE_LINK.sub(lambda m: m["text"], line)
+    line = AUTOREF.sub(lambda m: m["text"], line)
     line = line.replace("\\(", "$").replace("\\)", "$")
     return line.replace("\\[", "$$").replace("\\]", "$$")
 

@@ -61,6 +61,7 @@ def cells(notebook: nbformat.NotebookNode, kind: str) -> list[str]:
 SAMPLE = """# Scaling
 
 Prose with math \\(x^{(2)}\\) and a [link to a page](../notation.md#shapes).
+The API: [`causal_mask`][attnlab.causal_mask] and [`softmax`][].
 
 ```python
 import torch
@@ -152,6 +153,7 @@ def test_material_syntax_becomes_plain_markdown() -> None:
     assert "$x^{(2)}$" in prose and "\\(" not in prose
     assert "\\frac{a}{b}" in prose  # braces of math are not mistaken for attribute lists
     assert "link to a page" in prose and "notation.md" not in prose
+    assert "The API: `causal_mask` and `softmax`." in prose  # cross-references become text
     assert "{ .md-button }" not in prose and ":material-download:" not in prose
     assert "*(Figure on the website: The weights)*" in prose
     assert "```console\n$ make test\n```" in prose

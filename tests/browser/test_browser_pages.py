@@ -4,11 +4,12 @@ Pages are listed at collection time from the sources (``docs/**/*.md`` and the
 notebooks mkdocs-jupyter includes), so each failure names its page;
 ``test_every_built_page_is_checked`` makes sure that list matches the built site.
 Each page is opened once, in one browser tab that a worker reuses for every page it
-visits (a new tab costs Chromium a new renderer). The visit runs every axe-core rule
-in the light scheme, and the per-check tests read its report; then it switches to the
-dark scheme with the header's toggle, as a reader does, and runs the rules whose outcome
-depends on the colours (``SCHEME_RULES``): the markup is the same in both schemes,
-only the palette's colours change. The colour rules look at one element of each kind
+visits (a new tab costs Chromium a new renderer), and checked in both colour schemes,
+switched with the header's toggle as a reader does (the scheme the previous visit left
+first). The light scheme gets every axe-core rule, and the per-check tests read its
+report; the dark one gets the rules whose outcome depends on the colours
+(``SCHEME_RULES``): the markup is the same in both schemes, only the palette's colours
+change. The colour rules look at one element of each kind
 where many are made from one template: the site's chrome and the symbols of a formula
 (``SAME_COLOURS_JS`` says exactly which).
 
@@ -238,8 +239,7 @@ def switch_scheme(page: Any, scheme: str) -> None:
 def visit(page: Any, base: str, url: str, screenshot: Path) -> PageReport:
     """Open ``url`` in ``page`` (a reused tab) and record everything the checks need.
 
-    The light scheme gets every axe-core rule, the dark one ``SCHEME_RULES``; the tab
-    is left in the light scheme for the next visit.
+    The light scheme gets every axe-core rule, the dark one ``SCHEME_RULES``.
     """
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -274,19 +274,22 @@ def visit(page: Any, base: str, url: str, screenshot: Path) -> PageReport:
             page.wait_for_function(IMAGES_DONE_JS, timeout=5_000)
         page.wait_for_load_state("networkidle")
         report.data = page.evaluate(COLLECT_JS)
-        report.scheme = page.evaluate(SCHEME_JS)
-        report.axe_violations = run_page_axe(page)
-        if SCREENSHOTS:
-            page.screenshot(path=str(screenshot), full_page=True)
-        switch_scheme(page, "dark")
-        report.dark_scheme = page.evaluate(SCHEME_JS)
-        report.dark_axe_violations = run_page_axe(page, SCHEME_RULES)
-        if SCREENSHOTS:
-            dark_shot = screenshot.with_stem(f"{screenshot.stem}-dark")
-            page.screenshot(path=str(dark_shot), full_page=True)
+        # The page opens in the scheme the last visit left (Material keeps the reader's
+        # choice): that one first, then the other, so that no visit switches back.
+        opened = "dark" if page.evaluate(SCHEME_JS) == MATERIAL_SCHEME["dark"] else "light"
+        for scheme in sorted(MATERIAL_SCHEME, key=lambda name: name != opened):
+            switch_scheme(page, scheme)
+            if scheme == "light":
+                report.scheme = page.evaluate(SCHEME_JS)
+                report.axe_violations = run_page_axe(page)
+            else:
+                report.dark_scheme = page.evaluate(SCHEME_JS)
+                report.dark_axe_violations = run_page_axe(page, SCHEME_RULES)
+            if SCREENSHOTS:
+                suffix = "" if scheme == "light" else "-dark"
+                shot = screenshot.with_stem(f"{screenshot.stem}{suffix}")
+                page.screenshot(path=str(shot), full_page=True)
     finally:
-        with contextlib.suppress(Exception):  # a failed visit is reported by its checks
-            switch_scheme(page, "light")
         for event, listener in listeners.items():
             page.remove_listener(event, listener)
     return report
