@@ -320,9 +320,9 @@ def run_axe(
 # each where many are made from one template:
 # * in the site's chrome (header, tabs, navigation, table of contents, footer), the same
 #   template on every page: one visible element per kind, where a kind is the element's
-#   computed colour, font size and weight, inline style, tag, classes and attribute
-#   names, and the tags, classes and attribute names of its ancestors up to the region
-#   (its background comes from them);
+#   computed colour, font size and weight, and the tag, classes, attribute names and
+#   inline style of it and of each ancestor up to the region (its background comes
+#   from them);
 # * in each formula without colour of its own (KaTeX inherits the text's), the one with
 #   the smallest text: the strictest contrast threshold of them all.
 # An element stays unmarked when anything under it would be left unchecked: text of an
@@ -330,10 +330,11 @@ def run_axe(
 SAME_COLOURS_JS = """() => {
   const ownText = (el) => [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
   const kind = (el) => [el.tagName, ...[...el.classList].sort(), ...el.getAttributeNames()
-    .filter((name) => name !== "class").sort().map((name) => `[${name}]`)].join(".");
+    .filter((name) => name !== "class").sort().map((name) => `[${name}]`),
+    el.getAttribute("style") ?? ""].join(".");
   const looks = (el) => {
     const style = getComputedStyle(el);
-    return [style.color, style.fontSize, style.fontWeight, el.getAttribute("style")].join(" ");
+    return [style.color, style.fontSize, style.fontWeight].join(" ");
   };
   const regions = ".md-header, .md-tabs, .md-sidebar, .md-footer";
   const seen = new Set();
