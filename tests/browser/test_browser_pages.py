@@ -323,12 +323,14 @@ def run_axe(
 #   computed colour, font size and weight, and the tag, classes, attribute names and
 #   inline style of it and of each ancestor up to the region (its background comes
 #   from them);
-# * in each formula without colour of its own (KaTeX inherits the text's), the one with
-#   the smallest text: the strictest contrast threshold of them all.
+# * in each formula without colour of its own (KaTeX inherits the text's), one with the
+#   smallest text: the strictest contrast threshold of them all.
+# Of each group the longest visible text is kept (axe does not judge a character or two).
 # An element stays unmarked when anything under it would be left unchecked: text of an
 # unmarked element, or an image. Returns how many it marked.
 SAME_COLOURS_JS = """() => {
-  const ownText = (el) => [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+  const textOf = (el) => [...el.childNodes]
+    .filter((n) => n.nodeType === 3).map((n) => n.textContent).join("").trim();
   const kind = (el) => [el.tagName, ...[...el.classList].sort(), ...el.getAttributeNames()
     .filter((name) => name !== "class").sort().map((name) => `[${name}]`),
     el.getAttribute("style") ?? ""].join(".");
@@ -336,36 +338,48 @@ SAME_COLOURS_JS = """() => {
     const style = getComputedStyle(el);
     return [style.color, style.fontSize, style.fontWeight].join(" ");
   };
-  const regions = ".md-header, .md-tabs, .md-sidebar, .md-footer";
-  const seen = new Set();
+  // Of a group that looks the same, keep the visible element with the longest text
+  // (axe leaves one or two characters unjudged: they may be an icon); mark the others.
   const marked = [];
-  for (const region of document.querySelectorAll(regions)) {
+  const keepOne = (group) => {
+    const shown = group.filter((el) => el.checkVisibility());
+    if (!shown.length) return;
+    const kept = shown.reduce((a, b) => (textOf(b).length > textOf(a).length ? b : a));
+    marked.push(...group.filter((el) => el !== kept));
+  };
+  const regions = ".md-header, .md-tabs, .md-sidebar, .md-footer";
+  const outermost = [...document.querySelectorAll(regions)].filter(
+    (region) => !region.parentElement.closest(regions));
+  const groups = new Map();
+  for (const region of outermost) {
     for (const el of region.querySelectorAll("*")) {
-      if (!ownText(el)) continue;
+      if (!textOf(el)) continue;
       const chain = [looks(el)];
       for (let node = el; node !== region.parentElement; node = node.parentElement) {
         chain.push(kind(node));
       }
       const key = chain.join(" < ");
-      if (seen.has(key)) marked.push(el);
-      else if (el.checkVisibility()) seen.add(key);
+      if (!groups.has(key)) groups.set(key, []);
+      groups.get(key).push(el);
     }
   }
+  groups.forEach(keepOne);
   for (const formula of document.querySelectorAll(".katex-html")) {
     if (formula.querySelector('[style*="color"]')) continue;  // \\color, \\colorbox
     const strictness = (el) => {
       const style = getComputedStyle(el);
       return (parseInt(style.fontWeight, 10) >= 700 ? 1e6 : 0) + parseFloat(style.fontSize);
     };
-    const texts = [...formula.querySelectorAll("*")].filter(ownText);
-    texts.sort((a, b) => strictness(a) - strictness(b));
-    marked.push(...texts.slice(1));
+    const texts = [...formula.querySelectorAll("*")].filter(textOf);
+    const strictest = Math.min(...texts.map(strictness));
+    keepOne(texts.filter((el) => strictness(el) === strictest));
+    marked.push(...texts.filter((el) => strictness(el) !== strictest));
   }
   marked.forEach((el) => el.setAttribute("data-same-colours", ""));
   for (const el of marked.reverse()) {  // the deepest first
     const unchecked = [...el.querySelectorAll("*")].some(
       (inner) => inner.matches("img, svg, [role=img]")
-        || (ownText(inner) && !inner.hasAttribute("data-same-colours")));
+        || (textOf(inner) && !inner.hasAttribute("data-same-colours")));
     if (unchecked) el.removeAttribute("data-same-colours");
   }
   return document.querySelectorAll("[data-same-colours]").length;
@@ -576,20 +590,25 @@ SHOW_ALL_CODE_JS = """() => {
   document.head.appendChild(style);
 }"""
 
-# Marks the first element of each kind of code text (named as _CodeTokens names it)
-# with `data-code-sample`; returns the kinds.
+# Marks one element of each kind of code text (named as _CodeTokens names it) with
+# `data-code-sample`, the shown one with the longest text (axe does not judge a character
+# or two); returns the kinds.
 SAMPLE_CODE_TOKENS_JS = """() => {
-  const kinds = new Set();
+  const textOf = (el) => [...el.childNodes]
+    .filter((n) => n.nodeType === 3).map((n) => n.textContent).join("").trim();
   const classes = (el) => [...el.classList].sort().join(".");
+  const sample = new Map();  // kind -> the visible element with the longest text
   for (const el of document.querySelectorAll(".highlight, .highlight *")) {
-    const text = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+    const text = textOf(el);
     if (!text) continue;
     const kind = `${classes(el.closest(".highlight"))} ${el.tagName.toLowerCase()}.${classes(el)}`;
-    if (kinds.has(kind)) continue;
-    kinds.add(kind);
-    el.setAttribute("data-code-sample", "");
+    const best = sample.get(kind);
+    if (!best || (el.checkVisibility() && text.length > textOf(best).length)) {
+      sample.set(kind, el);
+    }
   }
-  return [...kinds];
+  sample.forEach((el) => el.setAttribute("data-code-sample", ""));
+  return [...sample.keys()];
 }"""
 
 
