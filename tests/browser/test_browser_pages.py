@@ -602,10 +602,8 @@ SAMPLE_CODE_TOKENS_JS = """() => {
     const text = textOf(el);
     if (!text) continue;
     const kind = `${classes(el.closest(".highlight"))} ${el.tagName.toLowerCase()}.${classes(el)}`;
-    const best = sample.get(kind);
-    if (!best || (el.checkVisibility() && text.length > textOf(best).length)) {
-      sample.set(kind, el);
-    }
+    const score = (node) => (node.checkVisibility() ? 1e6 : 0) + textOf(node).length;
+    if (!sample.has(kind) || score(el) > score(sample.get(kind))) sample.set(kind, el);
   }
   sample.forEach((el) => el.setAttribute("data-code-sample", ""));
   return [...sample.keys()];
