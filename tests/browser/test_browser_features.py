@@ -199,13 +199,13 @@ def test_explorer_tokens_work_from_the_keyboard(page: Any, site_url: str) -> Non
 
 def test_explorer_is_accessible_in_both_schemes(new_context: Any, site_url: str) -> None:
     """axe-core finds no serious or critical issue in the explorer, light or dark."""
-    from axe_playwright_python.sync_playwright import Axe
+    from vendored_axe import load_axe
 
     for scheme in ("light", "dark"):
         tab = new_context(scheme).new_page()
         _open_explorer(tab, site_url)
         tab.get_by_label("Causal mask").check()
-        results = Axe().run(tab, context="#attention-explorer")
+        results = load_axe().run(tab, context="#attention-explorer")
         blocking = [
             f"{v['id']} ({v['impact']}): {[node['target'] for node in v['nodes'][:5]]}"
             for v in results.response["violations"]

@@ -38,6 +38,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
 import yaml
+from vendored_axe import AXE_MIN_JS, INTEGRITY, VERSION, integrity, load_axe
 
 pytestmark = pytest.mark.browser
 
@@ -301,18 +302,22 @@ def run_axe(
     context: dict[str, Any] | None = None,
     disable: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
-    """Run axe-core (shipped by axe-playwright-python) on ``page``: the given ``rules``, or
+    """Run axe-core (the vendored one, ``vendored_axe``) on ``page``: the given ``rules``, or
     all but ``disable``, on ``context`` (axe's include/exclude; the whole page by default);
     return the violations."""
-    from axe_playwright_python.sync_playwright import Axe
-
     options: dict[str, Any] = {"resultTypes": ["violations"]}
     if rules:
         options["runOnly"] = {"type": "rule", "values": list(rules)}
     if disable:
         options["rules"] = {rule: {"enabled": False} for rule in disable}
-    results = Axe().run(page, context=context, options=options)
+    results = load_axe().run(page, context=context, options=options)
     return list(results.response["violations"])
+
+
+def test_vendored_axe_core_is_the_published_file() -> None:
+    """The vendored axe.min.js is axe-core's own file of that version (its published hash)."""
+    assert integrity(AXE_MIN_JS) == INTEGRITY
+    assert AXE_MIN_JS.read_text(encoding="utf-8").startswith(f"/*! axe v{VERSION}\n")
 
 
 # Marks with `data-same-colours` the text elements whose colours, background and size
