@@ -237,6 +237,13 @@ def switch_scheme(page: Any, scheme: str) -> None:
     page.wait_for_function(f"{SCHEME_JS} === {wanted!r}")
 
 
+def schemes_from_current(page: Any) -> list[str]:
+    """Both schemes, the page's current one first: a tab opens each page in the scheme
+    the last one left (Material keeps the reader's choice), so no visit switches back."""
+    current = "dark" if page.evaluate(SCHEME_JS) == MATERIAL_SCHEME["dark"] else "light"
+    return sorted(MATERIAL_SCHEME, key=lambda name: name != current)
+
+
 def visit(page: Any, base: str, url: str, screenshot: Path) -> PageReport:
     """Open ``url`` in ``page`` (a reused tab) and record everything the checks need.
 
@@ -275,10 +282,7 @@ def visit(page: Any, base: str, url: str, screenshot: Path) -> PageReport:
             page.wait_for_function(IMAGES_DONE_JS, timeout=5_000)
         page.wait_for_load_state("networkidle")
         report.data = page.evaluate(COLLECT_JS)
-        # The page opens in the scheme the last visit left (Material keeps the reader's
-        # choice): that one first, then the other, so that no visit switches back.
-        opened = "dark" if page.evaluate(SCHEME_JS) == MATERIAL_SCHEME["dark"] else "light"
-        for scheme in sorted(MATERIAL_SCHEME, key=lambda name: name != opened):
+        for scheme in schemes_from_current(page):
             switch_scheme(page, scheme)
             if scheme == "light":
                 report.scheme = page.evaluate(SCHEME_JS)
@@ -635,12 +639,11 @@ def test_code_highlighting_contrast(new_context: Any, site_url: str, built_site:
         tab.wait_for_load_state("networkidle")
         tab.evaluate(SHOW_ALL_CODE_JS)
         checked.update(tab.evaluate(SAMPLE_CODE_TOKENS_JS))
-        for scheme in ("light", "dark"):
+        for scheme in schemes_from_current(tab):
             switch_scheme(tab, scheme)
             violations = run_axe(tab, COLOUR_RULES, {"include": [["[data-code-sample]"]]})
             blocking = [v for v in violations if v.get("impact") in AXE_BLOCKING]
             failures += [f"{url or '/'} ({scheme}): {_describe(v)}" for v in blocking]
-        switch_scheme(tab, "light")
     tab.close()
     assert every_kind <= checked, f"kinds of code text not sampled: {every_kind - checked}"
     assert not failures, "contrast violations in code:\n" + "\n".join(failures)
