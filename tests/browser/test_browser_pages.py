@@ -324,6 +324,10 @@ def test_vendored_axe_core_is_the_published_file() -> None:
     assert AXE_MIN_JS.read_text(encoding="utf-8").startswith(f"/*! axe v{VERSION}\n")
 
 
+# The text an element holds itself (its text nodes, not its children's), trimmed.
+TEXT_OF_JS = """const textOf = (el) => [...el.childNodes]
+    .filter((n) => n.nodeType === 3).map((n) => n.textContent).join("").trim();"""
+
 # Marks with `data-same-colours` the text elements whose colours, background and size
 # another element of the page already shows, so that the colour rules look at one of
 # each where many are made from one template:
@@ -338,8 +342,7 @@ def test_vendored_axe_core_is_the_published_file() -> None:
 # An element stays unmarked when anything under it would be left unchecked: text of an
 # unmarked element, or an image. Returns how many it marked.
 SAME_COLOURS_JS = """() => {
-  const textOf = (el) => [...el.childNodes]
-    .filter((n) => n.nodeType === 3).map((n) => n.textContent).join("").trim();
+  TEXT_OF
   const kind = (el) => [el.tagName, ...[...el.classList].sort(), ...el.getAttributeNames()
     .filter((name) => name !== "class").sort().map((name) => `[${name}]`),
     el.getAttribute("style") ?? ""].join(".");
@@ -392,7 +395,7 @@ SAME_COLOURS_JS = """() => {
     if (unchecked) el.removeAttribute("data-same-colours");
   }
   return document.querySelectorAll("[data-same-colours]").length;
-}"""
+}""".replace("TEXT_OF", TEXT_OF_JS)
 
 
 def run_page_axe(page: Any, rules: tuple[str, ...] = ()) -> list[dict[str, Any]]:
@@ -603,8 +606,7 @@ SHOW_ALL_CODE_JS = """() => {
 # `data-code-sample`, the shown one with the longest text (axe does not judge a character
 # or two); returns the kinds.
 SAMPLE_CODE_TOKENS_JS = """() => {
-  const textOf = (el) => [...el.childNodes]
-    .filter((n) => n.nodeType === 3).map((n) => n.textContent).join("").trim();
+  TEXT_OF
   const classes = (el) => [...el.classList].sort().join(".");
   const sample = new Map();  // kind -> the visible element with the longest text
   for (const el of document.querySelectorAll(".highlight, .highlight *")) {
@@ -616,7 +618,7 @@ SAMPLE_CODE_TOKENS_JS = """() => {
   }
   sample.forEach((el) => el.setAttribute("data-code-sample", ""));
   return [...sample.keys()];
-}"""
+}""".replace("TEXT_OF", TEXT_OF_JS)
 
 
 @pytest.mark.long
