@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attnlab
+from attnlab._validation import broadcast_shape
 from attnlab import (
     attention_scores,
     attention_weights,
@@ -216,6 +217,18 @@ def test_softmax_matches_torch(
     x = torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=dtype) * magnitude
     for dim in range(-len(shape), len(shape)):
         torch.testing.assert_close(softmax(x, dim=dim), torch.softmax(x, dim=dim), **TOL[dtype])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3), max_size=4), min_size=1, max_size=3))
+def test_broadcast_shape_follows_torch(shapes: list[list[int]]) -> None:
+    """The package's broadcast rule gives torch.broadcast_shapes' answer, or None where
+    torch raises (sizes 0, 1 and others, ranks 0 to 4)."""
+    try:
+        expected: tuple[int, ...] | None = tuple(torch.broadcast_shapes(*shapes))
+    except RuntimeError:
+        expected = None
+    assert broadcast_shape(*shapes) == expected
 
 
 def test_naive_softmax_overflows_where_stable_softmax_does_not() -> None:

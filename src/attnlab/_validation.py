@@ -24,11 +24,23 @@ def format_shape(shape: Sequence[int]) -> str:
 
 
 def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...] | None:
-    """The shape that ``shapes`` broadcast to, or ``None`` if they do not."""
-    try:
-        return tuple(torch.broadcast_shapes(*shapes))  # type: ignore[no-untyped-call]
-    except RuntimeError:
-        return None
+    """The shape that ``shapes`` broadcast to, or ``None`` if they do not.
+
+    PyTorch's rule, written out: align the shapes at their last dimension; in each
+    dimension the sizes must agree or be 1. (``torch.broadcast_shapes`` gives the same
+    answer, but its first call imports ``torch._refs``: about a second in each new
+    process, which every call of this package would pay.)
+    """
+    rank = max((len(shape) for shape in shapes), default=0)
+    result = [1] * rank
+    for shape in shapes:
+        for axis, size in enumerate(shape, start=rank - len(shape)):
+            if size == result[axis] or size == 1:
+                continue
+            if result[axis] != 1:
+                return None
+            result[axis] = size
+    return tuple(result)
 
 
 def check_tensor(name: str, value: object) -> Tensor:

@@ -507,6 +507,24 @@ def _needed_mib(spec: dict[str, Any]) -> float:
     return 0.0
 
 
+def _fresh_process_context(*preload: str) -> Any:
+    """A ``forkserver`` multiprocessing context: each configuration runs in a fresh child
+    forked from a server that has imported torch, attnlab and ``preload``, and nothing
+    else, so no child pays for those imports or sees another's memory.
+    """
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch", "attnlab", *preload])
+    return ctx
+
+
+def _in_fresh_process(ctx: Any, worker: Callable[[Any], Any], spec: Any) -> Any:
+    """``worker(spec)``, run in a fresh child of ``ctx``."""
+    with ctx.Pool(1, maxtasksperchild=1) as pool:
+        return pool.apply(worker, (spec,))
+
+
 def run_benchmark(quick: bool = False, progress: bool = True) -> dict[str, Any]:
     """Run every configuration, each in a fresh process, and collect the results.
 
@@ -517,8 +535,6 @@ def run_benchmark(quick: bool = False, progress: bool = True) -> dict[str, Any]:
     Returns:
         The results dict that ``main`` writes as JSON.
     """
-    import multiprocessing
-
     from tqdm import tqdm  # the bench extra
 
     # Pickled by reference: name it through the package even when run as __main__.
@@ -526,8 +542,9 @@ def run_benchmark(quick: bool = False, progress: bool = True) -> dict[str, Any]:
 
     config = QUICK if quick else FULL
     specs = _specs(config)
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["torch", "attnlab"])
+    # The profiler that reads SDPA's kernel imports torch._dynamo on first use (about
+    # 2.5 s): import it once, in the server.
+    ctx = _fresh_process_context("torch._dynamo")
     records: list[dict[str, Any]] = []
     bar = tqdm(specs, disable=not progress, unit="config", file=sys.stderr)
     for spec in bar:
@@ -536,8 +553,7 @@ def run_benchmark(quick: bool = False, progress: bool = True) -> dict[str, Any]:
         if _needed_mib(spec) > 0.8 * _available_mib():
             records.append({**spec, "skipped": "not enough free memory"})
             continue
-        with ctx.Pool(1, maxtasksperchild=1) as pool:
-            records.append(pool.apply(worker, (spec,)))
+        records.append(_in_fresh_process(ctx, worker, spec))
 
     matmul = next(r for r in records if r.get("kind") == "matmul")
     rate = matmul["gflops"]
@@ -652,13 +668,10 @@ def run_backward_benchmark(quick: bool = False) -> dict[str, Any]:
     allocated). Times are medians of CPU time per pass (see ``_backward_worker``); the
     explicit computation is measured once, for its memory.
     """
-    import multiprocessing
-
     from attnlab.bench import _backward_worker as worker  # pickled by reference
 
     sizes = (128, 256) if quick else (1024, 2048, 4096, 8192)
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["torch", "attnlab"])
+    ctx = _fresh_process_context()
     records: list[dict[str, Any]] = []
     for T in sizes:
         for method in ("explicit", "flash", "sdpa"):
@@ -674,8 +687,7 @@ def run_backward_benchmark(quick: bool = False) -> dict[str, Any]:
             if method == "explicit" and needed_mib > 0.8 * _available_mib():
                 records.append({**spec, "skipped": "not enough free memory"})
                 continue
-            with ctx.Pool(1, maxtasksperchild=1) as pool:
-                records.append(pool.apply(worker, (spec,)))
+            records.append(_in_fresh_process(ctx, worker, spec))
     ratios = {}
     for T in sizes:
         by = {r["method"]: r for r in records if r["T"] == T}
@@ -876,16 +888,11 @@ def run_decode_benchmark(quick: bool = False) -> dict[str, Any]:
     thread (``CPU_CLOCK``). Also records the KV cache's bytes per token at Llama 3 8B's
     shape ([`kv_cache_sizes`][attnlab.bench.kv_cache_sizes]).
     """
-    import multiprocessing
-
     from attnlab.bench import _decode_worker as worker  # pickled by reference
 
     config = DECODE_QUICK if quick else DECODE_FULL
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["torch", "attnlab"])
     machine = _machine_info()
-    with ctx.Pool(1, maxtasksperchild=1) as pool:
-        measured = pool.apply(worker, (config,))
+    measured = _in_fresh_process(_fresh_process_context(), worker, config)
     return {
         "note": "recorded on a shared 2-core machine, busy with other jobs: "
         "times are CPU time, not wall-clock",
@@ -963,13 +970,10 @@ def run_window_benchmark(quick: bool = False) -> dict[str, Any]:
     repeated calls after a warm-up, CPU time on one thread) and peak extra memory,
     measured as in the forward sweep; also the number of blocks each computes.
     """
-    import multiprocessing
-
     from attnlab.bench import _window_worker as worker  # pickled by reference
 
     config = WINDOW_QUICK if quick else WINDOW_FULL
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["torch", "attnlab"])
+    ctx = _fresh_process_context()
     machine = _machine_info()
     rows = []
     for T in config["T"]:
@@ -980,8 +984,7 @@ def run_window_benchmark(quick: bool = False) -> dict[str, Any]:
                 **{key: config[key] for key in ("window", "heads", "head_dim", "repeats")},
                 "budget_s": config["time_budget_s"],
             }
-            with ctx.Pool(1, maxtasksperchild=1) as pool:
-                rows.append(pool.apply(worker, (spec,)))
+            rows.append(_in_fresh_process(ctx, worker, spec))
     return {
         "note": "recorded on a shared 2-core machine, busy with other jobs: "
         "times are CPU time, not wall-clock",
