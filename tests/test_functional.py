@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attnlab
-from attnlab._validation import broadcast_shape
 from attnlab import (
     attention_scores,
     attention_weights,
@@ -22,6 +21,7 @@ from attnlab import (
     softmax,
     softmax_naive,
 )
+from attnlab._validation import broadcast_shape
 
 DTYPES = [torch.float32, torch.float64]
 TOL = {torch.float32: {"atol": 1e-5, "rtol": 1e-5}, torch.float64: {"atol": 1e-12, "rtol": 1e-10}}

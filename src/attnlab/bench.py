@@ -508,9 +508,10 @@ def _needed_mib(spec: dict[str, Any]) -> float:
 
 
 def _fresh_process_context(*preload: str) -> Any:
-    """A ``forkserver`` multiprocessing context: each configuration runs in a fresh child
-    forked from a server that has imported torch, attnlab and ``preload``, and nothing
-    else, so no child pays for those imports or sees another's memory.
+    """A ``forkserver`` multiprocessing context, for running each configuration fresh.
+
+    Each child forks from a server that has imported torch, attnlab and ``preload``
+    and nothing else, so no child pays for those imports or sees another's memory.
     """
     import multiprocessing
 
