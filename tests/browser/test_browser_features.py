@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 import torch
+from schemes import switch_scheme
+from vendored_axe import run_axe
 
 from attnlab import attention_weights, examples
 
@@ -21,14 +23,30 @@ pytestmark = pytest.mark.browser
 TEMPERATURES = (0.25, 0.5, 1.0, 2.0, 4.0)
 
 
+@pytest.fixture(scope="module")
+def tab(new_context: Any) -> Any:
+    """One tab for this module's tests on a worker (a new tab costs a new renderer)."""
+    return new_context("light").new_page()
+
+
 @pytest.fixture
-def page(new_context: Any) -> Any:
-    """A fresh light-scheme page; closed after the test."""
-    tab = new_context("light").new_page()
+def page(tab: Any, site_url: str) -> Any:
+    """The module's tab, as a fresh one would be: light scheme, nothing stored.
+
+    After the test, the site's storage (Material keeps the palette and search state
+    there) is cleared, so the next test starts as a new reader would.
+    """
     errors: list[str] = []
-    tab.on("pageerror", lambda error: errors.append(str(error)))
+
+    def on_error(error: Any) -> None:
+        errors.append(str(error))
+
+    tab.emulate_media(color_scheme="light")
+    tab.on("pageerror", on_error)
     yield tab
-    tab.close()
+    tab.remove_listener("pageerror", on_error)
+    if tab.url.startswith(site_url):
+        tab.evaluate("() => { localStorage.clear(); sessionStorage.clear(); }")
     assert not errors, f"uncaught JavaScript errors: {errors}"
 
 
@@ -197,21 +215,18 @@ def test_explorer_tokens_work_from_the_keyboard(page: Any, site_url: str) -> Non
     assert "step" in page.locator("#attn-bars-caption").inner_text()
 
 
-def test_explorer_is_accessible_in_both_schemes(new_context: Any, site_url: str) -> None:
-    """axe-core finds no serious or critical issue in the explorer, light or dark."""
-    from vendored_axe import load_axe
-
+def test_explorer_is_accessible_in_both_schemes(page: Any, site_url: str) -> None:
+    """axe-core finds no serious or critical issue in the explorer with the causal mask
+    on (its default state is checked with the page), light or dark."""
+    _open_explorer(page, site_url)
+    page.get_by_label("Causal mask").check()
     for scheme in ("light", "dark"):
-        tab = new_context(scheme).new_page()
-        _open_explorer(tab, site_url)
-        tab.get_by_label("Causal mask").check()
-        results = load_axe().run(tab, context="#attention-explorer")
+        switch_scheme(page, scheme)
         blocking = [
             f"{v['id']} ({v['impact']}): {[node['target'] for node in v['nodes'][:5]]}"
-            for v in results.response["violations"]
+            for v in run_axe(page, context="#attention-explorer")
             if v["impact"] in {"serious", "critical"}
         ]
-        tab.close()
         assert not blocking, f"{scheme} scheme: {blocking}"
 
 

@@ -1,8 +1,10 @@
 """The axe-core engine every accessibility check of the browser tests runs.
 
 axe-core 4.14.1, vendored in ``vendor/axe-core/`` (why, and how to update it: its
-README), driven by ``axe_playwright_python``. The file is checked against the hash
-axe-core publishes for it before anything runs it.
+README). The file is checked against the hash axe-core publishes for it before any
+page runs it. ``run_axe`` puts it into a page once per page load (the script is over
+half a megabyte: parsing it again before every run cost a tenth of a second each
+time) and runs it there.
 """
 
 from __future__ import annotations
@@ -26,13 +28,37 @@ def integrity(path: Path) -> str:
 
 
 @functools.cache
-def load_axe() -> Any:
-    """An ``axe_playwright_python`` runner of the vendored axe-core, after checking the
-    file's hash (imported here, not at collection: without Playwright the browser tests
-    skip, or fail under ``CI=true``, through the ``browser`` fixture)."""
-    from axe_playwright_python.sync_playwright import Axe
-
+def axe_source() -> str:
+    """The text of the vendored ``axe.min.js``, once its hash is checked."""
     found = integrity(AXE_MIN_JS)
     if found != INTEGRITY:
         raise RuntimeError(f"{AXE_MIN_JS} is not axe-core {VERSION}: {found} != {INTEGRITY}")
-    return Axe(axe_script=AXE_MIN_JS.read_text(encoding="utf-8"))
+    return AXE_MIN_JS.read_text(encoding="utf-8")
+
+
+def ensure_axe(page: Any) -> None:
+    """Put axe-core into ``page`` (a Playwright page) unless this page load has it."""
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.evaluate(axe_source())
+
+
+def run_axe(
+    page: Any,
+    rules: tuple[str, ...] = (),
+    context: Any = None,
+    disable: tuple[str, ...] = (),
+) -> list[dict[str, Any]]:
+    """axe-core's violations on ``page``: the given ``rules``, or all but ``disable``,
+    on ``context`` (axe's include/exclude; the whole document by default)."""
+    ensure_axe(page)
+    options: dict[str, Any] = {"resultTypes": ["violations"]}
+    if rules:
+        options["runOnly"] = {"type": "rule", "values": list(rules)}
+    if disable:
+        options["rules"] = {rule: {"enabled": False} for rule in disable}
+    violations: list[dict[str, Any]] = page.evaluate(
+        "([context, options]) => axe.run(context ?? document, options)"
+        ".then((results) => results.violations)",
+        [context, options],
+    )
+    return violations
