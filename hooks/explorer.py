@@ -7,9 +7,9 @@ numbers and no JavaScript recomputes them.
 
 from __future__ import annotations
 
-import functools
 import json
 
+from build_cache import cached_text, source_key
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
@@ -20,10 +20,16 @@ DATA_PATH = "assets/explorer-data.json"
 EXPLORER_PAGE = "explorer.md"
 
 
-@functools.cache
 def _data_json() -> str:
-    """The explorer's data as compact JSON, computed once per build process."""
-    return json.dumps(explorer_data(), separators=(",", ":"))
+    """The explorer's data as compact JSON, once per version of its sources.
+
+    Memoised by ``build_cache``: the recall model it shows is trained on the way.
+    """
+    return cached_text(
+        "explorer-data.json",
+        source_key(),
+        lambda: json.dumps(explorer_data(), separators=(",", ":")),
+    )
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:

@@ -16,31 +16,24 @@ and the hook rewrites it to the pair that Material shows per scheme (``#only-lig
 and ``#only-dark``), wrapped in ``<figure>`` with the caption. A name missing from
 ``FIGURES`` fails the build with the page and the name.
 
-Renders are memoised per process, keyed by the source of ``attnlab`` and of this
-hook, so ``mkdocs serve`` rebuilds after a docs edit reuse them (restart ``serve``
-after editing the package: the running process keeps the package it imported).
+Renders are memoised in memory and on disk, keyed by the sources they are drawn from
+(``build_cache``), so a build after a docs edit draws nothing.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import io
 import math
-import os
 import posixpath
 import re
-import shutil
-import sys
-import types
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import matplotlib as mpl
 import matplotlib.style
 import torch
-from filelock import FileLock
+from build_cache import cached_text, evict_stale, source_key
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
@@ -1473,63 +1466,13 @@ def render_svg(build: FigureBuilder, scheme: str) -> str:
     return buffer.getvalue()
 
 
-def _source_key() -> str:
-    """A hash of the package's source, this hook's and every recorded benchmark run.
-
-    A change to any of them invalidates the memo.
-    """
-    from attnlab.bench import RESULT_NAMES, results_file
-
-    digest = hashlib.sha256(f"matplotlib {mpl.__version__}".encode())
-    sources = sorted(Path(attnlab.__file__).parent.rglob("*.py"))
-    for path in [*sources, Path(__file__)]:
-        digest.update(path.read_bytes())
-    for name in RESULT_NAMES:
-        digest.update(results_file(name).read_bytes())
-    return digest.hexdigest()
-
-
-def _memo() -> dict[tuple[str, str, str], str]:
-    """A dict that outlives this module, which ``mkdocs serve`` re-imports on each build."""
-    holder = sys.modules.setdefault("_attnlab_figure_memo", types.ModuleType("memo"))
-    memo: dict[tuple[str, str, str], str] = holder.__dict__.setdefault("svgs", {})
-    return memo
-
-
-DISK_CACHE = Path(__file__).resolve().parent.parent / ".cache" / "figures"
-"""Rendered SVGs survive between builds here, one subdirectory per source key."""
-
-
 def rendered(name: str, scheme: str, key: str) -> str:
     """The SVG of figure ``name`` for ``scheme`` (``"light"`` or ``"dark"``), memoised.
 
-    Memoised in memory (``mkdocs serve``) and on disk, under ``.cache/figures/<key>/``:
-    a build whose sources did not change draws nothing. Processes that want the same
-    figure at once (the test suite's workers and its site build) draw it once: the
-    first takes a lock on it, the others wait for its file.
+    Memoised under the source ``key`` by ``build_cache``: a build whose sources did
+    not change draws nothing.
     """
-    memo = _memo()
-    if (name, scheme, key) not in memo:
-        cached = DISK_CACHE / key[:16] / f"{name}-{scheme}.svg"
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(cached.with_suffix(".lock"))):
-            if cached.is_file():
-                memo[(name, scheme, key)] = cached.read_text(encoding="utf-8")
-            else:
-                svg = render_svg(FIGURES[name], scheme)
-                partial = cached.with_suffix(f".{os.getpid()}.partial")
-                partial.write_text(svg, encoding="utf-8")
-                partial.replace(cached)  # atomic: a reader without the lock sees all or none
-                memo[(name, scheme, key)] = svg
-    return memo[(name, scheme, key)]
-
-
-def _evict_stale(key: str) -> None:
-    """Remove the disk cache of every other source key."""
-    if DISK_CACHE.is_dir():
-        for stale in DISK_CACHE.iterdir():
-            if stale.is_dir() and stale.name != key[:16]:
-                shutil.rmtree(stale, ignore_errors=True)
+    return cached_text(f"{name}-{scheme}.svg", key, lambda: render_svg(FIGURES[name], scheme))
 
 
 # --- MkDocs events ---------------------------------------------------------------------
@@ -1537,8 +1480,8 @@ def _evict_stale(key: str) -> None:
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     """Add ``figures/<name>-light.svg`` and ``-dark.svg`` for every registered figure."""
-    key = _source_key()
-    _evict_stale(key)
+    key = source_key()
+    evict_stale(key)
     for name in FIGURES:
         for scheme in SCHEMES:
             content = rendered(name, scheme, key)

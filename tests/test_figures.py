@@ -26,6 +26,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCS = REPO_ROOT / "docs"
 
 
+sys.path.insert(0, str(REPO_ROOT / "hooks"))  # as MkDocs does while it imports a hook
+
+
 def _load_hook() -> ModuleType:
     spec = importlib.util.spec_from_file_location("figures", REPO_ROOT / "hooks" / "figures.py")
     assert spec is not None and spec.loader is not None
@@ -40,7 +43,7 @@ NAMES = sorted(hook.FIGURES)
 # The SVGs come from the hook's memo (``rendered``), which is what the site build
 # writes: each figure is drawn once per source version, by whichever process of a
 # test run (a worker, or the site build) asks first, and read back by the others.
-SOURCE_KEY = hook._source_key()
+SOURCE_KEY = hook.source_key()
 
 
 def references() -> dict[str, list[str]]:
