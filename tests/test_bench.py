@@ -23,6 +23,7 @@ from attnlab.bench import (
     RESULT_NAMES,
     kv_cache_sizes,
     load_results,
+    parse_args,
     plot_decode,
     plot_sweep,
     plot_window,
@@ -81,15 +82,31 @@ def _bench(tmp_path: Path, *args: str) -> str:
 
 
 @pytest.mark.long
-def test_quick_run_writes_well_formed_results(tmp_path: Path) -> None:
-    """`python -m attnlab.bench --quick --output DIR` runs the sweep and writes DIR/forward.json."""
-    out = tmp_path / "forward.json"
-    assert _bench(tmp_path).splitlines() == [f"wrote {out}"]
-    results = load_results(out)
-    assert results["quick"] is True
-    _check_structure(results, [64, 128])
-    assert json.loads(out.read_text()) == results
-    assert load_results(str(out)) == results  # a path given as a string works too
+def test_quick_runs_write_well_formed_results(tmp_path: Path) -> None:
+    """`python -m attnlab.bench --quick --forward --decode --window --output DIR` runs the
+    forward sweep and both comparisons, and writes DIR/<run>.json for each."""
+    stdout = _bench(tmp_path, "--forward", "--decode", "--window")
+    names = ("forward", "decode", "window")
+    assert stdout.splitlines() == [f"wrote {tmp_path / name}.json" for name in names]
+    forward = load_results(tmp_path / "forward.json")
+    assert forward["quick"] is True
+    _check_structure(forward, [64, 128])
+    assert json.loads((tmp_path / "forward.json").read_text()) == forward
+    assert load_results(str(tmp_path / "forward.json")) == forward  # a path as a string too
+    decode = load_results(tmp_path / "decode.json")
+    assert decode["quick"] is True
+    _check_decode(decode, [16, 32])
+    window = load_results(tmp_path / "window.json")
+    assert window["quick"] is True
+    _check_window(window, [64, 128])
+
+
+def test_command_line_chooses_runs() -> None:
+    """No run named: the forward sweep; --all: every run, in RESULT_NAMES' order."""
+    assert parse_args([])[0] == ["forward"]
+    assert parse_args(["--window", "--decode"])[0] == ["decode", "window"]
+    chosen, args = parse_args(["--all", "--quick", "--output", "out"])
+    assert chosen == list(RESULT_NAMES) and args.quick and args.output == Path("out")
 
 
 def test_recorded_results_are_a_full_run() -> None:
@@ -182,19 +199,6 @@ def _check_window(results: dict[str, Any], ts: list[int]) -> None:
     for row in rows.values():
         assert _positive(row["median_ms"]) and row["peak_mib"] >= 0 and row["blocks"] >= 1
         assert row["memory_method"] in ("VmHWM", "ru_maxrss")
-
-
-@pytest.mark.long
-def test_quick_decode_and_window_runs_write_well_formed_results(tmp_path: Path) -> None:
-    """`--decode --window --quick` run both comparisons and write decode.json, window.json."""
-    stdout = _bench(tmp_path, "--decode", "--window")
-    assert stdout.splitlines() == [f"wrote {tmp_path / name}.json" for name in ("decode", "window")]
-    decode = load_results(tmp_path / "decode.json")
-    assert decode["quick"] is True
-    _check_decode(decode, [16, 32])
-    window = load_results(tmp_path / "window.json")
-    assert window["quick"] is True
-    _check_window(window, [64, 128])
 
 
 def test_recorded_decode_run_is_the_full_one() -> None:

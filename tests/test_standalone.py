@@ -60,9 +60,15 @@ import nbformat
 from nbclient import NotebookClient
 
 notebook = nbformat.read(sys.argv[1], as_version=4)
+probe = nbformat.v4.new_code_cell(sys.argv[2])  # run last, in the same kernel; not kept
+notebook.cells.append(probe)
 NotebookClient(notebook, kernel_name="python3", timeout=300).execute()
+notebook.cells.remove(probe)
 nbformat.write(notebook, sys.argv[1])
+print("".join(output.get("text", "") for output in probe.outputs))
 """
+"""Execute the notebook sys.argv[1] in place; then print what the code sys.argv[2] prints,
+run in the notebook's kernel after its last cell."""
 
 RECORDED = """
 import json
@@ -224,7 +230,8 @@ def test_a_chapter_notebook_installs_the_wheel_and_runs_outside_the_repository(
     found = f"import importlib.util as u; print([n for n in {ABSENT!r} if u.find_spec(n)])"
     assert run([python, "-c", found], cwd=work, env=env).strip() == "[]"
 
-    run([python, "-c", EXECUTE, path], cwd=work, env=env)
+    # the notebook, then (in its kernel) where the package and its recorded runs are
+    answer = json.loads(run([python, "-c", EXECUTE, path, RECORDED], cwd=work, env=env))
 
     executed = nbformat.read(path, as_version=4)
     code_cells = [cell for cell in executed.cells if cell.cell_type == "code"]
@@ -233,7 +240,6 @@ def test_a_chapter_notebook_installs_the_wheel_and_runs_outside_the_repository(
     assert not [out for out in outputs if out.get("output_type") == "error"]
     # the package installed in the environment, and the recorded benchmark runs the chapters
     # print, read from the installed wheel
-    answer = json.loads(run([python, "-c", RECORDED], cwd=work, env=env))
     installed, recorded_files = Path(answer["package"]), answer["files"]
     assert venv in installed.parents, installed
     assert REPO_ROOT not in installed.parents

@@ -69,6 +69,7 @@ __all__ = [
     "kv_cache_sizes",
     "load_results",
     "main",
+    "parse_args",
     "plot_decode",
     "plot_sweep",
     "plot_window",
@@ -1014,8 +1015,8 @@ def _run(name: str, quick: bool, progress: bool) -> dict[str, Any]:
     return run_window_benchmark(quick)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Command line: ``python -m attnlab.bench [--quick] [RUNS] [--output DIR]``."""
+def parse_args(argv: list[str] | None = None) -> tuple[list[str], argparse.Namespace]:
+    """The runs the command line chose (``forward`` when it names none), and its options."""
     parser = argparse.ArgumentParser(
         prog="python -m attnlab.bench",
         description="Run attnlab's benchmarks; each run writes <name>.json into --output.",
@@ -1041,6 +1042,12 @@ def main(argv: list[str] | None = None) -> None:
     runs.add_argument("--all", action="store_true", help="every run above")
     args = parser.parse_args(argv)
     chosen = [name for name in RESULT_NAMES if args.all or getattr(args, name)] or ["forward"]
+    return chosen, args
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command line: ``python -m attnlab.bench [--quick] [RUNS] [--output DIR]``."""
+    chosen, args = parse_args(argv)
     args.output.mkdir(parents=True, exist_ok=True)
     for name in chosen:
         results = _run(name, args.quick, not args.no_progress)

@@ -247,7 +247,6 @@ def visit(page: Any, base: str, url: str, screenshot: Path) -> PageReport:
         # The image check reports the ones that never loaded.
         with contextlib.suppress(PlaywrightTimeout):
             page.wait_for_function(IMAGES_DONE_JS, timeout=5_000)
-        page.wait_for_load_state("networkidle")
         report.data = page.evaluate(COLLECT_JS)
         report.code_kinds = page.evaluate(PREPARE_JS)
         ensure_axe(page)
@@ -264,6 +263,9 @@ def visit(page: Any, base: str, url: str, screenshot: Path) -> PageReport:
                 suffix = "" if scheme == "light" else "-dark"
                 shot = screenshot.with_stem(f"{screenshot.stem}{suffix}")
                 page.screenshot(path=str(shot), full_page=True)
+        # Every request the page makes (the search index, ...) is in the report: by now
+        # the network has long been idle, so this rarely waits.
+        page.wait_for_load_state("networkidle")
     finally:
         for event, listener in listeners.items():
             page.remove_listener(event, listener)
