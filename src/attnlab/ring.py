@@ -475,6 +475,23 @@ def _free_store(timeout: datetime.timedelta) -> TCPStore:
     return TCPStore("127.0.0.1", 0, is_master=True, timeout=timeout, wait_for_workers=False)
 
 
+JOIN_ATTEMPTS = 3
+"""How many times ``run_local`` starts the ranks when some rank fails to join the group."""
+
+
+class _JoinError(RuntimeError):
+    """A rank could not join the process group (before ``fn`` ran anywhere)."""
+
+
+def _join(port_reader: Any, rank: int, world_size: int, timeout_s: float) -> None:
+    """Get the store's port from the parent, then join the gloo group through it."""
+    if not port_reader.poll(timeout_s):
+        raise RuntimeError(f"no rendezvous port from the parent within {timeout_s} s")
+    timeout = datetime.timedelta(seconds=timeout_s)
+    store = TCPStore("127.0.0.1", port_reader.recv(), is_master=False, timeout=timeout)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size, timeout=timeout)
+
+
 def _rank_main(
     fn: Callable[..., Any],
     rank: int,
@@ -484,48 +501,32 @@ def _rank_main(
     results: Any,
     args: tuple[Any, ...],
 ) -> None:
-    """Body of one local process: get the store's port, join, run ``fn``, report, leave."""
+    """Body of one local process: join, run ``fn``, report to the parent, leave.
+
+    The report is ``(rank, status, payload)``: status ``"ok"`` with ``fn``'s pickled
+    result, ``"join"`` or ``"fn"`` with the traceback of a failure in that step.
+    """
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # gloo talks over loopback only
     torch.set_num_threads(1)
-    timeout = datetime.timedelta(seconds=timeout_s)
     try:
-        if not port_reader.poll(timeout_s):
-            raise RuntimeError(f"no rendezvous port from the parent within {timeout_s} s")
-        store = TCPStore("127.0.0.1", port_reader.recv(), is_master=False, timeout=timeout)
-        dist.init_process_group(
-            "gloo", store=store, rank=rank, world_size=world_size, timeout=timeout
-        )
+        _join(port_reader, rank, world_size, timeout_s)
+    except Exception:
+        results.put((rank, "join", traceback.format_exc().encode()))
+        return
+    try:
         try:
-            payload = (rank, True, pickle.dumps(fn(rank, world_size, *args)))
+            payload = (rank, "ok", pickle.dumps(fn(rank, world_size, *args)))
         finally:
             dist.destroy_process_group()
     except Exception:  # report any failure to the parent, which re-raises it
-        payload = (rank, False, traceback.format_exc().encode())
+        payload = (rank, "fn", traceback.format_exc().encode())
     results.put(payload)
 
 
-def run_local(
-    fn: Callable[..., Any], world_size: int, *args: Any, timeout_s: float = 60.0
+def _run_ranks(
+    fn: Callable[..., Any], world_size: int, args: tuple[Any, ...], timeout_s: float
 ) -> list[Any]:
-    """Run ``fn(rank, world_size, *args)`` in ``world_size`` local processes, one per rank.
-
-    The processes are forked (so ``fn`` may be defined anywhere, a docs block
-    included), join a gloo process group that rendezvouses and talks on 127.0.0.1 only
-    (at a port the OS picks), and are always joined or terminated before this returns.
-
-    Args:
-        fn: Called as ``fn(rank, world_size, *args)`` in each process; its return value
-            must pickle.
-        world_size: ``P``, the number of processes.
-        *args: Extra arguments for ``fn``.
-        timeout_s: Bound on the rendezvous, each collective and the wait for results.
-
-    Returns:
-        ``[fn's result on rank 0, ..., on rank P - 1]``.
-
-    Raises:
-        RuntimeError: A rank raised (its traceback is in the message) or timed out.
-    """
+    """One attempt of ``run_local``: start the ranks, collect their results, clean up."""
     ctx = mp.get_context("fork")
     results = ctx.Queue()
     pipes = [ctx.Pipe(duplex=False) for _ in range(world_size)]  # (reader, writer) per rank
@@ -551,10 +552,12 @@ def run_local(
             writer.send(store.port)
         for _ in range(world_size):
             try:
-                rank, ok, payload = results.get(timeout=timeout_s)
+                rank, status, payload = results.get(timeout=timeout_s)
             except queue.Empty:
                 raise RuntimeError(f"no result from a rank within {timeout_s} s") from None
-            if not ok:
+            if status == "join":
+                raise _JoinError(f"rank {rank} could not join:\n{payload.decode()}")
+            if status != "ok":
                 raise RuntimeError(f"rank {rank} failed:\n{payload.decode()}")
             outputs[rank] = pickle.loads(payload)
     finally:
@@ -568,3 +571,40 @@ def run_local(
             writer.close()
         del store
     return [outputs[rank] for rank in range(world_size)]
+
+
+def run_local(
+    fn: Callable[..., Any], world_size: int, *args: Any, timeout_s: float = 60.0
+) -> list[Any]:
+    """Run ``fn(rank, world_size, *args)`` in ``world_size`` local processes, one per rank.
+
+    The processes are forked (so ``fn`` may be defined anywhere, a docs block
+    included), join a gloo process group that rendezvouses and talks on 127.0.0.1 only
+    (at a port the OS picks), and are always joined or terminated before this returns.
+    Joining can fail now and then for reasons outside the program (gloo's connections
+    between the ranks, on a loaded machine: PyTorch's own gloo tests meet the same):
+    then every rank is stopped and all are started again, up to ``JOIN_ATTEMPTS``
+    times. A failure inside ``fn`` is never retried.
+
+    Args:
+        fn: Called as ``fn(rank, world_size, *args)`` in each process; its return value
+            must pickle.
+        world_size: ``P``, the number of processes.
+        *args: Extra arguments for ``fn``.
+        timeout_s: Bound on the rendezvous, each collective and the wait for results.
+
+    Returns:
+        ``[fn's result on rank 0, ..., on rank P - 1]``.
+
+    Raises:
+        RuntimeError: A rank raised in ``fn`` or timed out, or the ranks could not join
+            in ``JOIN_ATTEMPTS`` attempts (the last traceback is in the message).
+    """
+    attempt = 1
+    while True:
+        try:
+            return _run_ranks(fn, world_size, args, timeout_s)
+        except _JoinError as failure:
+            if attempt == JOIN_ATTEMPTS:
+                raise RuntimeError(f"{failure} (attempt {attempt} of {JOIN_ATTEMPTS})") from None
+            attempt += 1
