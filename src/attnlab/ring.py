@@ -540,6 +540,7 @@ def _run_ranks(
     ]
     outputs: dict[int, Any] = {}
     store = None
+    finished = False
     try:
         for process in processes:
             process.start()
@@ -560,9 +561,11 @@ def _run_ranks(
             if status != "ok":
                 raise RuntimeError(f"rank {rank} failed:\n{payload.decode()}")
             outputs[rank] = pickle.loads(payload)
+        finished = True
     finally:
         for process in processes:
-            process.join(timeout=5)
+            # after a failure, the other ranks may wait on the failed one: stop them now
+            process.join(timeout=5 if finished else 0)
             if process.is_alive():
                 process.terminate()
                 process.join()
