@@ -11,10 +11,11 @@ visit left first). The light scheme gets every axe-core rule, and the per-check 
 read its report; the dark one gets the rules whose outcome depends on the colours
 (``SCHEME_RULES``): the markup is the same in both schemes, only the palette's colours
 change. The colour rules look at one element of each kind where many are made from
-one template: the site's chrome, the symbols of a formula and the tokens of
-highlighted code (``PREPARE_JS`` says exactly which). With ``ATTNLAB_SCREENSHOTS=1``,
-a full-page screenshot of each visit (as checked: folded parts open) lands in
-``artifacts/screenshots/<page>.png`` and ``<page>-dark.png``.
+one template: text that looks the same on the same backgrounds, the symbols of a
+formula and the tokens of highlighted code (``PREPARE_JS`` says exactly which).
+With ``ATTNLAB_SCREENSHOTS=1``, a full-page screenshot of each visit (as checked:
+folded parts open) lands in ``artifacts/screenshots/<page>.png`` and
+``<page>-dark.png``.
 """
 
 from __future__ import annotations
@@ -289,11 +290,12 @@ TEXT_OF_JS = """const textOf = (el) => [...el.childNodes]
 # 2. Marks with `data-same-colours` the text elements whose colours, background and
 #    size another element of the page already shows, so that the colour rules look at
 #    one element of each kind where many are made from one template:
-#    * in the site's chrome (header, tabs, navigation, table of contents, footer), the
-#      same template on every page: one element per kind, where a kind is the
-#      element's computed colour, font size and weight, and the tag, classes, attribute
-#      names and inline style of it and of each ancestor up to the region (its
-#      background comes from them);
+#    * in the site's chrome (header, tabs, navigation, table of contents, footer) and
+#      its content: one element per kind, where a kind is the element's computed
+#      colour, font size, weight and text shadow, and the tag, classes, attribute
+#      names, inline style and computed background (colour, image, opacity, filter,
+#      blend mode) of it and of each ancestor up to the region: what its contrast is
+#      computed from;
 #    * in each formula without colour of its own (KaTeX inherits the text's), one of
 #      the smallest symbols: the strictest contrast threshold of them all;
 #    * in highlighted code, where one style sheet colours every block of the site by
@@ -331,25 +333,35 @@ PREPARE_JS = """() => {
   };
   const withText = (root) => [...root.querySelectorAll("*")].filter(textOf);
 
-  const kind = (el) => [el.tagName, ...[...el.classList].sort(), ...el.getAttributeNames()
-    .filter((name) => name !== "class").sort().map((name) => `[${name}]`),
-    el.getAttribute("style") ?? ""].join(".");
+  // An element's kind: its tag, classes, attribute names and inline style, and its
+  // computed background, opacity and filter (a background may come from a rule that
+  // classes do not show, such as :nth-child).
+  const kind = (el) => {
+    const style = getComputedStyle(el);
+    return [el.tagName, ...[...el.classList].sort(), ...el.getAttributeNames()
+      .filter((name) => name !== "class").sort().map((name) => `[${name}]`),
+      el.getAttribute("style") ?? "", style.backgroundColor, style.backgroundImage,
+      style.opacity, style.filter, style.mixBlendMode].join(".");
+  };
+  const chains = new Map();  // element -> the kinds of it and its ancestors, up to a region
+  const chain = (el, top) => {
+    if (el === top) return "";
+    if (!chains.has(el)) chains.set(el, `${kind(el)} < ${chain(el.parentElement, top)}`);
+    return chains.get(el);
+  };
   const looks = (el) => {
     const style = getComputedStyle(el);
-    return [style.color, style.fontSize, style.fontWeight].join(" ");
+    return [style.color, style.fontSize, style.fontWeight, style.textShadow].join(" ");
   };
-  const regions = ".md-header, .md-tabs, .md-sidebar, .md-footer";
-  const chrome = [...document.querySelectorAll(regions)]
+  const regions = ".md-header, .md-tabs, .md-sidebar, .md-content, .md-footer";
+  const ownMarks = ".katex, .highlight";  // formulas and code: their own rules, below
+  const text = [...document.querySelectorAll(regions)]
     .filter((region) => !region.parentElement.closest(regions))
-    .flatMap((region) => withText(region).map((el) => [region, el]));
-  const chromeKey = new Map(chrome.map(([region, el]) => {
-    const chain = [looks(el)];
-    for (let node = el; node !== region.parentElement; node = node.parentElement) {
-      chain.push(kind(node));
-    }
-    return [el, chain.join(" < ")];
-  }));
-  groupBy(chrome.map(([, el]) => el), (el) => chromeKey.get(el)).forEach(keepOne);
+    .flatMap((region) => withText(region)
+      .filter((el) => !el.closest(ownMarks))
+      .map((el) => [el, `${looks(el)} | ${chain(el, region.parentElement)}`]));
+  const keys = new Map(text);
+  groupBy(text.map(([el]) => el), (el) => keys.get(el)).forEach(keepOne);
 
   for (const formula of document.querySelectorAll(".katex-html")) {
     if (formula.querySelector('[style*="color"]')) continue;  // \\color, \\colorbox
