@@ -59,10 +59,12 @@ def test_equals_sdpa_with_gradients_and_memory_follows_the_shard(world_size: int
         for n, want_grad in enumerate(want_grads):  # dQ, dK, dV, put back in order
             got_grad = ring.unshard([r["gradients"][causal, layout][n] for r in results], layout)
             torch.testing.assert_close(got_grad, want_grad, atol=1e-10, rtol=1e-10)
-    # O(T / P) per rank: a dozen shard-sized buffers at most (measured: about 11 at P = 4,
-    # gloo's copies included), never a (T / P, T) block of scores (16 * P shards here).
+    # O(T / P) per rank: about a dozen shard-sized buffers (measured: about 11 at P = 4,
+    # gloo's copies included; once 14 on a loaded machine, as the resident set counts
+    # allocator pages too), never a (T / P, T) block of scores (16 * P shards here, and
+    # the dozen buffers beside it: over 40 shards at P = 2).
     for r in results:
-        assert r["extra"] < 14 * r["shard_bytes"], (r["extra"], r["shard_bytes"])
+        assert r["extra"] < 24 * r["shard_bytes"], (r["extra"], r["shard_bytes"])
 
 
 def test_schedule_balance() -> None:

@@ -125,7 +125,7 @@ FULL: dict[str, Any] = {
     "time_budget_s": 2.0,
 }
 QUICK: dict[str, Any] = {
-    "T": [64, 128],
+    "T": [64],
     "heads": 12,
     "head_dim": 64,
     "module": {"B": 2, "T": 64, "d": 96, "heads": 12},

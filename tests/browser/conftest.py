@@ -97,14 +97,19 @@ def screenshot_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def new_context(browser: Any) -> Iterator[Any]:
-    """A factory for fresh browser contexts (own storage; light scheme unless asked).
+    """A factory for fresh browser contexts (own storage; light scheme unless asked;
+    reduced motion).
 
     Every context made is closed at the end of the session.
     """
     contexts: list[Any] = []
 
     def make(color_scheme: str = "light") -> Any:
-        context = browser.new_context(viewport=VIEWPORT, color_scheme=color_scheme)
+        # A reader who asked for reduced motion: Material then turns its colour
+        # transitions off, so colours read right after the palette toggle are final.
+        context = browser.new_context(
+            viewport=VIEWPORT, color_scheme=color_scheme, reduced_motion="reduce"
+        )
         context.set_default_timeout(15_000)
         contexts.append(context)
         return context
