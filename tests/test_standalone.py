@@ -72,10 +72,13 @@ run in the notebook's kernel after its last cell."""
 
 RECORDED = """
 import json
+import sys
 from importlib import resources
 from pathlib import Path
 
 import attnlab
+
+plots = "matplotlib" in sys.modules  # before anything else of the package is imported
 from attnlab.bench import RESULT_NAMES, load_results
 
 found = {}
@@ -83,9 +86,10 @@ for name in RESULT_NAMES:
     file = resources.files("attnlab") / "results" / f"{name}.json"
     assert load_results(name) == json.loads(file.read_text(encoding="utf-8")), name
     found[name] = str(file)
-print(json.dumps({"package": str(Path(attnlab.__file__).parent), "files": found}))
+print(json.dumps({"package": str(Path(attnlab.__file__).parent), "files": found, "plots": plots}))
 """
-"""Resolve every recorded run through importlib.resources and read it by name."""
+"""Resolve every recorded run through importlib.resources and read it by name; say where
+the package is, and whether ``import attnlab`` alone imported matplotlib."""
 
 
 # What the fresh environment starts with: these distributions and their dependencies.
@@ -180,8 +184,10 @@ def provide(venv: Path, names: tuple[str, ...]) -> Path:
 
 
 def test_recorded_runs_resolve_as_package_data_in_a_fresh_interpreter(tmp_path: Path) -> None:
-    """Outside the repository, each recorded run is found inside the package, by name."""
+    """Outside the repository, each recorded run is found inside the package, by name;
+    and ``import attnlab`` does not import matplotlib (the ``plot`` extra is optional)."""
     answer = json.loads(run([sys.executable, "-c", RECORDED], cwd=tmp_path))
+    assert answer["plots"] is False
     package = Path(answer["package"])
     assert set(answer["files"]) == set(RESULT_NAMES)
     for path in map(Path, answer["files"].values()):
