@@ -136,8 +136,28 @@ def _group_by_mark(config: pytest.Config, items: list[pytest.Item]) -> None:
             item._nodeid = grouped
 
 
+# Files whose tests (those not on the built site) share one worker: each of them uses
+# `attnlab.recall.trained_recall_model()`, which trains once per process.
+SHARED_TRAINING = {
+    "tests/test_recall.py",
+    "tests/test_explorer.py",
+    "docs/explorer.md",
+    "docs/transformer/watch-attention-learn.md",
+}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Long tests first, tests that need the built site last: both overlap the build."""
+    """Long tests first, tests that need the built site last: both overlap the build.
+
+    The tests that train the recall chapter's model run on one worker, so it is trained
+    once per run (`SHARED_TRAINING`).
+    """
+    root = Path(str(config.rootpath))
+    for item in items:
+        if SITE_FIXTURE in getattr(item, "fixturenames", ()):
+            continue
+        if Path(str(item.path)).relative_to(root).as_posix() in SHARED_TRAINING:
+            item.add_marker(pytest.mark.xdist_group("trained-recall-model"))
     _group_by_mark(config, items)
     items.sort(
         key=lambda item: (
