@@ -136,28 +136,37 @@ def _group_by_mark(config: pytest.Config, items: list[pytest.Item]) -> None:
             item._nodeid = grouped
 
 
-# Files whose tests (those not on the built site) share one worker: each of them uses
-# `attnlab.recall.trained_recall_model()`, which trains once per process.
-SHARED_TRAINING = {
-    "tests/test_recall.py",
-    "tests/test_explorer.py",
-    "docs/explorer.md",
-    "docs/transformer/watch-attention-learn.md",
+# Files whose tests (those not on the built site) share one worker, with the work they
+# all repeat once per process: `attnlab.recall.trained_recall_model()` trains once per
+# process; `import transformers` takes about 4 s (test_llm's HF tests mark themselves).
+SHARED_WORK = {
+    "trained-recall-model": {
+        "tests/test_recall.py",
+        "tests/test_explorer.py",
+        "docs/explorer.md",
+        "docs/transformer/watch-attention-learn.md",
+    },
+    "transformers": {
+        "docs/llm/grouped-query-attention.md",
+        "docs/llm/kv-cache.md",
+        "docs/llm/rotary.md",
+    },
 }
+GROUP_OF_FILE = {path: group for group, paths in SHARED_WORK.items() for path in paths}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Long tests first, tests that need the built site last: both overlap the build.
 
-    The tests that train the recall chapter's model run on one worker, so it is trained
-    once per run (`SHARED_TRAINING`).
+    Tests that repeat the same costly work run on one worker (`SHARED_WORK`).
     """
     root = Path(str(config.rootpath))
     for item in items:
         if SITE_FIXTURE in getattr(item, "fixturenames", ()):
             continue
-        if Path(str(item.path)).relative_to(root).as_posix() in SHARED_TRAINING:
-            item.add_marker(pytest.mark.xdist_group("trained-recall-model"))
+        group = GROUP_OF_FILE.get(Path(str(item.path)).relative_to(root).as_posix())
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
     _group_by_mark(config, items)
     items.sort(
         key=lambda item: (
