@@ -364,9 +364,13 @@ def _measure(
 
 
 def _sdpa_kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> str:
-    """The aten op SDPA dispatched to, read from the profiler's op names."""
+    """The aten op SDPA dispatched to, read from the profiler's op names.
+
+    The autograd profiler, not ``torch.profiler``: the latter imports ``torch._dynamo``
+    on first use (seconds, in every fresh process).
+    """
     import torch.nn.functional as F
-    from torch.profiler import profile
+    from torch.autograd.profiler import profile
 
     with profile() as prof:
         F.scaled_dot_product_attention(q, k, v, is_causal=causal)
@@ -508,16 +512,16 @@ def _needed_mib(spec: dict[str, Any]) -> float:
     return 0.0
 
 
-def _fresh_process_context(*preload: str) -> Any:
+def _fresh_process_context() -> Any:
     """A ``forkserver`` multiprocessing context, for running each configuration fresh.
 
-    Each child forks from a server that has imported torch, attnlab and ``preload``
-    and nothing else, so no child pays for those imports or sees another's memory.
+    Each child forks from a server that has imported torch and attnlab and nothing
+    else, so no child pays for those imports or sees another's memory.
     """
     import multiprocessing
 
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["torch", "attnlab", *preload])
+    ctx.set_forkserver_preload(["torch", "attnlab"])
     return ctx
 
 
@@ -544,9 +548,7 @@ def run_benchmark(quick: bool = False, progress: bool = True) -> dict[str, Any]:
 
     config = QUICK if quick else FULL
     specs = _specs(config)
-    # The profiler that reads SDPA's kernel imports torch._dynamo on first use (about
-    # 2.5 s): import it once, in the server.
-    ctx = _fresh_process_context("torch._dynamo")
+    ctx = _fresh_process_context()
     records: list[dict[str, Any]] = []
     bar = tqdm(specs, disable=not progress, unit="config", file=sys.stderr)
     for spec in bar:

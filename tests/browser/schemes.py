@@ -10,6 +10,8 @@ from typing import Any
 
 SCHEME_JS = "document.body.getAttribute('data-md-color-scheme')"
 MATERIAL_SCHEME = {"light": "default", "dark": "slate"}
+# The browser's colour-scheme preference, as a page sees it.
+PREFERENCE_JS = "(matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light')"
 
 
 def switch_scheme(page: Any, scheme: str) -> None:
@@ -20,9 +22,12 @@ def switch_scheme(page: Any, scheme: str) -> None:
     palette is stored, and the toggle stores one). The body's palette attributes then
     equal those of a page first opened with that preference.
     """
-    page.emulate_media(color_scheme=scheme)
+    preference, shown = page.evaluate(f"[{PREFERENCE_JS}, {SCHEME_JS}]")
+    if preference != scheme:
+        # Emulating a preference restyles the whole page, even an unchanged one.
+        page.emulate_media(color_scheme=scheme)
     wanted = MATERIAL_SCHEME[scheme]
-    if page.evaluate(SCHEME_JS) != wanted:
+    if shown != wanted:
         page.locator('form[data-md-component="palette"] label:not([hidden])').click()
     page.wait_for_function(f"{SCHEME_JS} === {wanted!r}")
 
