@@ -46,16 +46,13 @@ def run_axe(
     page: Any,
     rules: tuple[str, ...] = (),
     context: Any = None,
-    disable: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
-    """axe-core's violations on ``page``: the given ``rules``, or all but ``disable``,
-    on ``context`` (axe's include/exclude; the whole document by default)."""
+    """axe-core's violations on ``page``: the given ``rules`` (all by default), on
+    ``context`` (axe's include/exclude; the whole document by default)."""
     ensure_axe(page)
     options: dict[str, Any] = {"resultTypes": ["violations"]}
     if rules:
         options["runOnly"] = {"type": "rule", "values": list(rules)}
-    if disable:
-        options["rules"] = {rule: {"enabled": False} for rule in disable}
     violations: list[dict[str, Any]] = page.evaluate(
         "([context, options]) => axe.run(context ?? document, options)"
         ".then((results) => results.violations)",
