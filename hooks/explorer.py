@@ -2,7 +2,8 @@
 
 Writes ``assets/explorer-data.json`` into the built site from
 ``attnlab.explorer.explorer_data()``, so the explorer page shows the package's own
-numbers and no JavaScript recomputes them.
+numbers and no JavaScript recomputes them: the toy sentences' weights, the recall
+models' and every head of the real model, SmolLM2 (``attnlab.explorer.llm_data``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ EXPLORER_PAGE = "explorer.md"
 def _data_json() -> str:
     """The explorer's data as compact JSON, once per version of its sources.
 
-    Memoised by ``build_cache``: the recall model it shows is trained on the way.
+    Memoised by ``build_cache``: the recall model it shows is trained on the way, and
+    the real model is loaded and run on its prompts.
     """
     return cached_text(
         "explorer-data.json",

@@ -2,7 +2,7 @@
 
 One parser for all the docs tooling: the chapter-notebook hook
 (``hooks/chapter_notebooks.py``), the output recorder (``scripts/update_outputs.py``)
-and the fence lint (``tests/test_docs_fences.py``) read pages through
+and the fence lint (``tests/site/test_docs_fences.py``) read pages through
 [`page_blocks`][], which runs ``pytest_codeblocks.main.extract_from_buffer`` (the very
 code that collects the blocks the test suite executes) and adds where each block, its
 expected-output marker and its output fence sit in the page.

@@ -138,11 +138,12 @@ def _group_by_mark(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 # Files whose tests (those not on the built site) share one worker, with the work they
 # all repeat once per process: `attnlab.recall.trained_recall_model()` trains once per
-# process; `import transformers` takes about 4 s (test_llm's HF tests mark themselves).
+# process; `import transformers` takes about 4 s (tests/unit/test_llm.py's HF tests mark
+# themselves).
 SHARED_WORK = {
     "trained-recall-model": {
-        "tests/test_recall.py",
-        "tests/test_explorer.py",
+        "tests/unit/test_recall.py",
+        "tests/unit/test_explorer.py",
         "docs/explorer.md",
         "docs/transformer/watch-attention-learn.md",
     },
@@ -150,6 +151,12 @@ SHARED_WORK = {
         "docs/llm/grouped-query-attention.md",
         "docs/llm/kv-cache.md",
         "docs/llm/rotary.md",
+    },
+    # `attnlab.llama.load_smollm2()` loads once per process (tests/llama mark themselves).
+    "smollm2": {
+        "docs/llm/real-llm.md",
+        "docs/llm/trained-attention.md",
+        "docs/walkthrough/where-next.md",
     },
 }
 GROUP_OF_FILE = {path: group for group, paths in SHARED_WORK.items() for path in paths}

@@ -29,17 +29,19 @@ def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...] | None:
     PyTorch's rule, written out: align the shapes at their last dimension; in each
     dimension the sizes must agree or be 1. (``torch.broadcast_shapes`` gives the same
     answer, but its first call imports ``torch._refs``: about a second in each new
-    process, which every call of this package would pay.)
+    process, which every call of this package would pay.) Written with plain loops
+    over the shapes, which ``torch.compile`` traces without a graph break.
     """
-    rank = max((len(shape) for shape in shapes), default=0)
-    result = [1] * rank
+    result: list[int] = []  # built from the last dim backwards
     for shape in shapes:
-        for axis, size in enumerate(shape, start=rank - len(shape)):
-            if size == result[axis] or size == 1:
-                continue
-            if result[axis] != 1:
-                return None
-            result[axis] = size
+        for axis in range(1, len(shape) + 1):  # axis counts from the end
+            size = shape[-axis]
+            if axis > len(result):
+                result.insert(0, size)
+            elif size != result[-axis] and size != 1:
+                if result[-axis] != 1:
+                    return None
+                result[-axis] = size
     return tuple(result)
 
 
@@ -87,15 +89,6 @@ def check_min_rank(name: str, tensor: Tensor, min_rank: int, wanted: str) -> Non
         raise ValueError(
             f"{name} must have shape {wanted} (at least {min_rank} dims); "
             f"got shape {format_shape(tensor.shape)}"
-        )
-
-
-def check_module_dtype(name: str, x: Tensor, weight: Tensor) -> None:
-    """Raise ``TypeError`` naming both dtypes unless ``x`` has the module weights' dtype."""
-    if x.dtype != weight.dtype:
-        raise TypeError(
-            f"{name} has dtype {x.dtype} but the module's parameters are {weight.dtype}; "
-            f"convert one to the other (module.to({x.dtype}) or {name}.to({weight.dtype}))"
         )
 
 
@@ -154,24 +147,34 @@ def check_attention_args(
     value: object,
     attn_mask: object,
     dropout_p: object,
-    is_causal: bool,
+    is_causal: object,
     scale: object,
-) -> tuple[int, ...]:
+    *,
+    enable_gqa: object = False,
+) -> tuple[tuple[int, ...], int]:
     """Check the arguments of scaled dot-product attention before computing anything.
 
+    The one check of every attention entry point (the functional path, ``attend``,
+    flash and ring attention); the kernels they call check nothing again.
+
     Returns:
-        The broadcast batch shape ``(N, ...)`` of query, key and value.
+        ``(batch, group)``: the broadcast batch shape ``(N, ...)`` of query, key and
+        value (with ``enable_gqa``, counting the query's ``Hq`` heads), and the query
+        heads per key/value head (``1`` without ``enable_gqa``).
 
     Raises:
         TypeError: A non-tensor, a non-floating tensor, mismatched dtypes, a mask of the
-            wrong dtype, or a scale that is not a number.
-        ValueError: A rank below 2, mismatched ``E`` or ``S``, batch dims that do not
-            broadcast, a mask that does not broadcast to ``(N, ..., L, S)``, both a mask
-            and ``is_causal``, or ``dropout_p`` outside ``[0, 1)``.
+            wrong dtype, a flag that is not a bool, or a scale that is not a number.
+        ValueError: A rank below 2 (3 with ``enable_gqa``), tensors on different
+            devices, mismatched ``E`` or ``S``, batch dims that do not broadcast, head
+            counts that do not group, a mask that does not broadcast to
+            ``(N, ..., L, S)``, both a mask and ``is_causal``, or ``dropout_p`` outside
+            ``[0, 1)``.
     """
     q = check_floating("query", query)
     k = check_floating("key", key)
     v = check_floating("value", value)
+    gqa = check_bool("enable_gqa", enable_gqa)
     check_min_rank("query", q, 2, "(N, ..., L, E)")
     check_min_rank("key", k, 2, "(N, ..., S, E)")
     check_min_rank("value", v, 2, "(N, ..., S, Ev)")
@@ -194,15 +197,20 @@ def check_attention_args(
             f"value must have shape (N, ..., S, Ev) with S = {S} to match key; "
             f"got shape {format_shape(v.shape)}"
         )
-    batch = broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    group = 1
+    k_batch, v_batch = tuple(k.shape[:-2]), tuple(v.shape[:-2])
+    if gqa:
+        group = check_gqa_shapes(q, k, v)
+        # the query's Hq heads stand in for the key's and value's Hkv in the batch check
+        k_batch, v_batch = (*k_batch[:-1], q.shape[-3]), (*v_batch[:-1], q.shape[-3])
+    batch = broadcast_shape(q.shape[:-2], k_batch, v_batch)
     if batch is None:
         raise ValueError(
             "query, key and value must have broadcastable batch dims (N, ...); got shapes "
             f"{format_shape(q.shape)}, {format_shape(k.shape)} and {format_shape(v.shape)}"
         )
     if attn_mask is not None:
-        mask = check_mask("attn_mask", attn_mask, (*batch, L, S), q.dtype)
-        check_same_device("attn_mask", mask, q, "query")
+        check_mask("attn_mask", attn_mask, (*batch, L, S), q)
         if is_causal:
             raise ValueError(
                 "attn_mask and is_causal=True were both given; pass one of them "
@@ -211,37 +219,72 @@ def check_attention_args(
     check_probability("dropout_p", dropout_p)
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, int | float)):
         raise TypeError(f"scale must be a float or None; got {type(scale).__name__}")
-    return batch
+    return batch, group
 
 
-def check_mask(name: str, mask: object, target: tuple[int, ...], dtype: torch.dtype) -> Tensor:
-    """Check that a mask is boolean (or ``dtype``) and broadcasts to ``target``.
+def check_gqa_shapes(q: Tensor, k: Tensor, v: Tensor) -> int:
+    """Check grouped-query heads at dim ``-3``; return the group size ``Hq // Hkv``."""
+    check_min_rank("query", q, 3, "(N, ..., Hq, L, E)")
+    check_min_rank("key", k, 3, "(N, ..., Hkv, S, E)")
+    check_min_rank("value", v, 3, "(N, ..., Hkv, S, Ev)")
+    Hq, Hkv = q.shape[-3], k.shape[-3]
+    if v.shape[-3] != Hkv:
+        raise ValueError(
+            f"value must have shape (N, ..., Hkv, S, Ev) with Hkv = {Hkv} heads like key; "
+            f"got shape {format_shape(v.shape)}"
+        )
+    if Hkv == 0 or Hq % Hkv != 0:
+        raise ValueError(
+            f"key must have shape (N, ..., Hkv, S, E) with Hkv dividing the query's "
+            f"Hq = {Hq} heads (enable_gqa=True); got shape {format_shape(k.shape)}"
+        )
+    return Hq // Hkv
+
+
+def check_mask(
+    name: str,
+    mask: object,
+    target: tuple[int, ...],
+    query: Tensor,
+    *,
+    wanted: str = "(N, ..., L, S)",
+    meaning: str = "True = may attend",
+    query_name: str = "query",
+) -> Tensor:
+    """Check that a mask is boolean (or the query's dtype), on its device, and broadcasts.
+
+    The one mask check: ``attn_mask`` and ``key_padding_mask`` alike.
 
     Args:
         name: The argument's name, used in the error message.
         mask: The mask passed.
-        target: The shape the mask must broadcast to, ``(N, ..., L, S)``.
-        dtype: The floating dtype a float mask must have (the query's).
+        target: The shape the mask must broadcast to.
+        query: The query (or input) the mask goes with: a float mask must have its
+            dtype, and any mask its device.
+        wanted: How the docs write ``target``.
+        meaning: What a boolean ``True`` means, for the message.
+        query_name: How the message names ``query``.
 
     Returns:
         The mask, now known to be valid.
     """
     tensor = check_tensor(name, mask)
-    if tensor.dtype != torch.bool and tensor.dtype != dtype:
+    if tensor.dtype != torch.bool and tensor.dtype != query.dtype:
         raise TypeError(
-            f"{name} must be a bool tensor (True = may attend) or a float tensor of the "
-            f"query's dtype {dtype} (added to the scores); got dtype {tensor.dtype}"
+            f"{name} must be a bool tensor ({meaning}) or a float tensor of the "
+            f"{query_name}'s dtype {query.dtype} (added to the scores); got dtype {tensor.dtype}"
         )
+    check_same_device(name, tensor, query, query_name)
     if broadcast_shape(tensor.shape, target) != target:
         raise ValueError(
-            f"{name} must broadcast to (N, ..., L, S) = {format_shape(target)}; "
+            f"{name} must broadcast to {wanted} = {format_shape(target)}; "
             f"got shape {format_shape(tensor.shape)}"
         )
     return tensor
 
 
 def check_key_padding_mask(
-    mask: object, batch: tuple[int, ...], S: int, dtype: torch.dtype
+    mask: object, batch: tuple[int, ...], S: int, query: Tensor, query_name: str = "query"
 ) -> Tensor:
     """Check a key padding mask: bool (``True`` = real token) or float, one entry per key.
 
@@ -249,23 +292,37 @@ def check_key_padding_mask(
         mask: The mask passed.
         batch: The input's batch shape: ``(B,)``, or ``()`` for an unbatched input.
         S: The number of keys.
-        dtype: The floating dtype a float mask must have (the query's).
+        query: The module's query input (the mask's dtype and device must match it).
+        query_name: How the message names ``query``.
 
     Returns:
         The mask, now known to broadcast to ``(*batch, S)``.
     """
-    tensor = check_tensor("key_padding_mask", mask)
-    if tensor.dtype != torch.bool and tensor.dtype != dtype:
-        raise TypeError(
-            "key_padding_mask must be a bool tensor (True = real token, may attend) or a "
-            f"float tensor of the query's dtype {dtype} (added to the scores); "
-            f"got dtype {tensor.dtype}"
-        )
-    target = (*batch, S)
-    wanted = "(B, S)" if batch else "(S,)"
-    if broadcast_shape(tensor.shape, target) != target:
+    return check_mask(
+        "key_padding_mask",
+        mask,
+        (*batch, S),
+        query,
+        wanted="(B, S)" if batch else "(S,)",
+        meaning="True = real token, may attend",
+        query_name=query_name,
+    )
+
+
+def check_module_input(name: str, x: Tensor, weight: Tensor) -> None:
+    """Raise unless ``x`` is on the device and has the dtype of a module's parameters.
+
+    Checked before the first projection, so a module given an input on another device
+    (``meta`` included) or of another dtype says so instead of failing inside PyTorch.
+    """
+    if x.device != weight.device:
         raise ValueError(
-            f"key_padding_mask must broadcast to {wanted} = {format_shape(target)}; "
-            f"got shape {format_shape(tensor.shape)}"
+            f"{name} is on device {x.device} but the module's parameters are on "
+            f"{weight.device}; move one to the other (module.to({str(x.device)!r}) or "
+            f"{name}.to({str(weight.device)!r}))"
         )
-    return tensor
+    if x.dtype != weight.dtype:
+        raise TypeError(
+            f"{name} has dtype {x.dtype} but the module's parameters are {weight.dtype}; "
+            f"convert one to the other (module.to({x.dtype}) or {name}.to({weight.dtype}))"
+        )

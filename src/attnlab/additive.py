@@ -11,7 +11,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ._validation import check_floating, check_min_rank, check_positive_int, format_shape
+from ._validation import (
+    broadcast_shape,
+    check_floating,
+    check_min_rank,
+    check_positive_int,
+    check_same_device,
+    format_shape,
+)
 
 __all__ = ["AdditiveAttention", "additive_attention_scores"]
 
@@ -61,6 +68,22 @@ def additive_attention_scores(
         raise ValueError(
             f"W_key must have shape (E_k, A) = {format_shape(wanted_k)}; "
             f"got shape {format_shape(W_key.shape)}"
+        )
+    for name, tensor in (
+        ("keys", keys),
+        ("W_query", W_query),
+        ("W_key", W_key),
+        ("w_score", w_score),
+    ):
+        if tensor.dtype != queries.dtype:
+            raise TypeError(
+                f"{name} must have the dtype of queries ({queries.dtype}); got {tensor.dtype}"
+            )
+        check_same_device(name, tensor, queries, "queries")
+    if broadcast_shape(queries.shape[:-2], keys.shape[:-2]) is None:
+        raise ValueError(
+            f"keys must have shape (N, ..., S, E_k) with batch dims that broadcast with "
+            f"queries' {format_shape(queries.shape[:-2])}; got shape {format_shape(keys.shape)}"
         )
     projected_queries = (queries @ W_query).unsqueeze(-2)  # (N, ..., L, 1, A)
     projected_keys = (keys @ W_key).unsqueeze(-3)  # (N, ..., 1, S, A)

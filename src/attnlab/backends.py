@@ -21,10 +21,10 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ._validation import check_attention_args
-from .flash import flash_attention
-from .functional import check_gqa_heads, scaled_dot_product_attention
+from .flash import DEFAULT_BLOCK_SIZE, flash_kernel
+from .functional import attention_kernel
 
-__all__ = ["BACKENDS", "Backend", "attend", "check_backend"]
+__all__ = ["BACKENDS", "Backend", "attend", "attend_kernel", "check_backend"]
 
 Backend = Literal["explicit", "torch", "flash"]
 """Names of the attention backends."""
@@ -77,28 +77,44 @@ def attend(
         output: ``(N, ..., L, Ev)``.
     """
     check_backend(backend)
+    batch, group = check_attention_args(
+        query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa=enable_gqa
+    )
+    return attend_kernel(
+        query, key, value, attn_mask, dropout_p, is_causal, scale, backend, batch=batch, group=group
+    )
+
+
+def attend_kernel(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None,
+    dropout_p: float,
+    is_causal: bool,
+    scale: float | None,
+    backend: Backend,
+    *,
+    batch: tuple[int, ...],
+    group: int,
+) -> Tensor:
+    """[`attend`][attnlab.attend] on arguments already checked: the backends' kernels.
+
+    ``batch`` and ``group`` are what the checks return (the broadcast batch shape and
+    the query heads per key/value head). The modules check their own inputs once and
+    call this.
+    """
     if backend == "explicit":
-        return scaled_dot_product_attention(
-            query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa=enable_gqa
+        output, _ = attention_kernel(
+            query, key, value, attn_mask, dropout_p, is_causal, scale, group
         )
+        return output
     if backend == "flash":
-        return flash_attention(
-            query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa=enable_gqa
-        )
-    if enable_gqa:
-        check_gqa_heads(query, key, value)
-        # one key/value head stands in for all: the batch and mask checks, no copies
-        check_attention_args(
-            query,
-            key.narrow(-3, 0, 1),
-            value.narrow(-3, 0, 1),
-            attn_mask,
-            dropout_p,
-            is_causal,
-            scale,
-        )
-    else:
-        check_attention_args(query, key, value, attn_mask, dropout_p, is_causal, scale)
+        output, _ = flash_kernel(
+            query, key, value, attn_mask, dropout_p, is_causal, scale, DEFAULT_BLOCK_SIZE,
+            window=None, batch=batch, group=group,
+        )  # fmt: skip
+        return output
     return F.scaled_dot_product_attention(
         query,
         key,
@@ -107,5 +123,5 @@ def attend(
         dropout_p=dropout_p,
         is_causal=is_causal,
         scale=scale,
-        enable_gqa=enable_gqa,
+        enable_gqa=group > 1,
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from torch import Tensor
 
 from ._validation import check_bool, check_probability
-from .backends import Backend, attend
+from .backends import Backend, attend_kernel
 from .masks import module_attn_mask
 from .self_attention import SelfAttentionV2, checked_padding_mask
 
@@ -82,21 +82,44 @@ class CausalAttention(SelfAttentionV2):
         """
         # (..., 1, T) or None
         padding = checked_padding_mask(x, self.d_in, key_padding_mask, self.W_query.weight)
+        return self.attend_tokens(x, padding)
+
+    def attend_tokens(self, x: Tensor, padding: Tensor | None) -> Tensor:
+        """``forward`` after its checks: project, mask causally and attend.
+
+        For callers that have checked ``x`` and the padding mask already (the
+        [`MultiHeadAttentionWrapper`][attnlab.MultiHeadAttentionWrapper] checks once for
+        all its heads).
+
+        Args:
+            x: The input tokens, already checked.
+            padding: The key padding mask as an attention mask ``(..., 1, T)``, or ``None``.
+
+        Returns:
+            The context vectors.
+
+        Shape:
+            x: ``(T, d_in)`` or ``(B, T, d_in)``; output: ``(T, d_out)`` or
+            ``(B, T, d_out)``.
+        """
         queries, keys, values = self.project(x)  # (..., T, d_out) each
         dropout_p = self.dropout if self.training else 0.0
         T = x.shape[-2]
         attn_mask, is_causal = module_attn_mask(
             T, T, self.causal, padding, None, num_heads_dims=0, dtype=x.dtype, device=x.device
         )  # (..., T, T) or None
-        return attend(
+        return attend_kernel(
             queries,
             keys,
             values,
-            attn_mask=attn_mask,
-            dropout_p=dropout_p,
-            is_causal=is_causal,
-            backend=self.backend,
-        )  # (..., T, d_out)
+            attn_mask,
+            dropout_p,
+            is_causal,
+            None,
+            self.backend,
+            batch=tuple(queries.shape[:-2]),
+            group=1,
+        )  # (..., T, d_out); fmt: skip
 
     def extra_repr(self) -> str:
         """Sizes, dropout, causality and backend, shown by ``print(module)``."""

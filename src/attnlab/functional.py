@@ -28,12 +28,13 @@ from ._validation import (
     broadcast_shape,
     check_attention_args,
     check_floating,
+    check_gqa_shapes,
     check_int,
     check_min_rank,
     check_same_device,
     format_shape,
 )
-from .masks import apply_mask, causal_mask
+from .masks import apply_mask, causal_mask, divide_rows, row_shift
 
 __all__ = [
     "attention_scores",
@@ -67,7 +68,7 @@ def softmax_naive(x: Tensor, dim: int = -1) -> Tensor:
     """
     x = _check_softmax_args(x, dim)
     exp_x = torch.exp(x)
-    return exp_x / exp_x.sum(dim=dim, keepdim=True)
+    return exp_x / exp_x.sum(dim=dim, keepdim=True)  # a 0-d x: exp(x) / exp(x) = 1
 
 
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
@@ -84,19 +85,25 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
 
     Returns:
         Weights of the same shape as ``x``; each slice along ``dim`` sums to one, or is
-        all zeros where ``x`` was all ``-inf``.
+        all zeros where ``x`` was all ``-inf`` (where ``torch.softmax`` gives NaN). As
+        with ``torch.softmax``, a 0-d ``x`` (``dim`` 0 or -1) gives 1 and an empty
+        ``x`` an empty result.
 
     Shape:
         x: ``(*)``; output: ``(*)``.
     """
-    x = _check_softmax_args(x, dim)
+    return stable_softmax(_check_softmax_args(x, dim), dim)
+
+
+def stable_softmax(x: Tensor, dim: int) -> Tensor:
+    """[`softmax`][attnlab.softmax] on arguments already checked (the package's kernel)."""
+    if x.dim() == 0:  # a single score: its weight is 1, as torch.softmax gives
+        return torch.ones_like(x)
     if x.shape[dim] == 0:  # nothing to normalise (no keys): an empty result, as torch gives
         return x.clone()
-    x_max = x.amax(dim=dim, keepdim=True)
-    x_max = torch.where(torch.isneginf(x_max), torch.zeros_like(x_max), x_max)
+    x_max = row_shift(x.amax(dim=dim, keepdim=True))  # a fully masked slice: shifted by 0
     exp_x = torch.exp(x - x_max)
-    total = exp_x.sum(dim=dim, keepdim=True)
-    return exp_x / torch.where(total == 0, torch.ones_like(total), total)
+    return divide_rows(exp_x, exp_x.sum(dim=dim, keepdim=True))
 
 
 def attention_scores(queries: Tensor, keys: Tensor) -> Tensor:
@@ -156,7 +163,7 @@ def attention_weights(
         query: ``(N, ..., L, E)``; key: ``(N, ..., S, E)``; output: ``(N, ..., L, S)``.
     """
     check_attention_args(query, key, key, attn_mask, 0.0, is_causal, scale)
-    return _masked_softmax(query, key, attn_mask, is_causal, scale).to(query.dtype)
+    return masked_softmax(query, key, attn_mask, is_causal, scale).to(query.dtype)
 
 
 def context_vectors(attn_weights: Tensor, values: Tensor) -> Tensor:
@@ -220,10 +227,31 @@ def attention_with_weights(
         output: ``(N, ..., L, Ev)``; attn_weights: ``(N, ..., L, S)``.
     """
     check_attention_args(query, key, value, attn_mask, dropout_p, is_causal, scale)
-    attn_weights = _masked_softmax(query, key, attn_mask, is_causal, scale)  # (N, ..., L, S)
+    return attention_kernel(query, key, value, attn_mask, dropout_p, is_causal, scale)
+
+
+def attention_kernel(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None,
+    dropout_p: float,
+    is_causal: bool,
+    scale: float | None,
+    group: int = 1,
+) -> tuple[Tensor, Tensor]:
+    """[`attention_with_weights`][attnlab.attention_with_weights] on arguments already checked.
+
+    The package's explicit kernel: the public functions and the modules check their
+    arguments once, then call this. ``group > 1`` is grouped-query attention (each
+    key/value head repeated ``group`` times).
+    """
+    if group > 1:  # (N, ..., Hkv, S, E) -> (N, ..., Hkv * group, S, E)
+        key, value = repeat_kv_heads(key, group), repeat_kv_heads(value, group)
+    attn_weights = masked_softmax(query, key, attn_mask, is_causal, scale)  # (N, ..., L, S)
     if dropout_p > 0.0:
         attn_weights = F.dropout(attn_weights, p=dropout_p, training=True)
-    context_vecs = context_vectors(attn_weights, value.to(attn_weights.dtype))  # (N, ..., L, Ev)
+    context_vecs = attn_weights @ value.to(attn_weights.dtype)  # (N, ..., L, Ev)
     return context_vecs.to(query.dtype), attn_weights.to(query.dtype)
 
 
@@ -244,24 +272,9 @@ def check_gqa_heads(query: object, key: object, value: object) -> int:
     Raises:
         ValueError: A rank below 3, or head counts that do not group.
     """
-    q = check_floating("query", query)
-    k = check_floating("key", key)
-    v = check_floating("value", value)
-    check_min_rank("query", q, 3, "(N, ..., Hq, L, E)")
-    check_min_rank("key", k, 3, "(N, ..., Hkv, S, E)")
-    check_min_rank("value", v, 3, "(N, ..., Hkv, S, Ev)")
-    Hq, Hkv = q.shape[-3], k.shape[-3]
-    if v.shape[-3] != Hkv:
-        raise ValueError(
-            f"value must have shape (N, ..., Hkv, S, Ev) with Hkv = {Hkv} heads like key; "
-            f"got shape {format_shape(v.shape)}"
-        )
-    if Hkv == 0 or Hq % Hkv != 0:
-        raise ValueError(
-            f"key must have shape (N, ..., Hkv, S, E) with Hkv dividing the query's "
-            f"Hq = {Hq} heads (enable_gqa=True); got shape {format_shape(k.shape)}"
-        )
-    return Hq // Hkv
+    return check_gqa_shapes(
+        check_floating("query", query), check_floating("key", key), check_floating("value", value)
+    )
 
 
 def repeat_kv_heads(tensor: Tensor, group: int) -> Tensor:
@@ -328,22 +341,21 @@ def scaled_dot_product_attention(
         output: ``(N, ..., L, Ev)``. With ``enable_gqa``: query ``(N, ..., Hq, L, E)``,
         key ``(N, ..., Hkv, S, E)``, value ``(N, ..., Hkv, S, Ev)``.
     """
-    if enable_gqa:
-        group = check_gqa_heads(query, key, value)
-        key, value = repeat_kv_heads(key, group), repeat_kv_heads(value, group)
-    output, _ = attention_with_weights(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    _, group = check_attention_args(
+        query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa=enable_gqa
+    )
+    output, _ = attention_kernel(query, key, value, attn_mask, dropout_p, is_causal, scale, group)
     return output
 
 
 def _check_softmax_args(x: object, dim: object) -> Tensor:
-    """Check softmax's input (a floating tensor with at least one dim) and its ``dim``."""
+    """Check softmax's input (a floating tensor) and its ``dim`` (0 or -1 for a 0-d one)."""
     tensor = check_floating("x", x)
     dim = check_int("dim", dim)
-    if tensor.dim() == 0:
-        raise ValueError("x must have at least one dim to normalise along; got a 0-d tensor")
-    if not -tensor.dim() <= dim < tensor.dim():
+    rank = max(tensor.dim(), 1)  # a 0-d tensor takes dim 0 or -1, as in torch.softmax
+    if not -rank <= dim < rank:
         raise ValueError(
-            f"dim must be in [{-tensor.dim()}, {tensor.dim() - 1}] for x of shape "
+            f"dim must be in [{-rank}, {rank - 1}] for x of shape "
             f"{format_shape(tensor.shape)}; got {dim}"
         )
     return tensor
@@ -364,30 +376,33 @@ def _check_pair(first_name: str, first: Tensor, name: str, tensor: Tensor, wante
         )
 
 
-def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
-    """The dtype of scores, softmax and sums: float32 for half input, as PyTorch's kernels."""
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype of scores, softmax and sums: float32 for half input, as PyTorch's kernels.
+
+    The one home of this rule; the explicit path and flash attention both use it.
+    """
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
-def _masked_softmax(
+def masked_softmax(
     query: Tensor,
     key: Tensor,
     attn_mask: Tensor | None,
     is_causal: bool,
     scale: float | None,
 ) -> Tensor:
-    """Scale, mask and normalise the scores (in ``_compute_dtype``); arguments already checked.
+    """Scale, mask and normalise the scores (in ``compute_dtype``); arguments already checked.
 
     PyTorch's reference, ``attn_weight = softmax(query @ key.T * scale + attn_bias)``,
     composed of the public pieces.
     """
-    compute = _compute_dtype(query.dtype)
+    compute = compute_dtype(query.dtype)
     query, key = query.to(compute), key.to(compute)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    attn_scores = attention_scores(query, key) * scale  # (N, ..., L, S)
+    attn_scores = (query @ key.transpose(-2, -1)) * scale  # (N, ..., L, S)
     L, S = query.shape[-2], key.shape[-2]
     if is_causal and L > 0 and S > 0:
         attn_mask = causal_mask(L, S, device=query.device)  # (L, S)
     elif attn_mask is not None and attn_mask.dtype != torch.bool:
         attn_mask = attn_mask.to(compute)
-    return softmax(apply_mask(attn_scores, attn_mask), dim=-1)
+    return stable_softmax(apply_mask(attn_scores, attn_mask), dim=-1)

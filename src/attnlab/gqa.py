@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ._validation import check_features, check_positive_int
+from ._validation import check_features, check_module_input, check_positive_int
 from .backends import Backend, check_backend
 from .kv_cache import KVCache
 from .masks import sliding_window_mask
@@ -110,6 +110,7 @@ class GroupedQueryAttention(AttentionHeads):
             x: ``(T, d_model)`` or ``(B, T, d_model)``; output: the same.
         """
         x = check_features("x", x, self.d_model, width_name="d_model")
+        check_module_input("x", x, self.q_proj.weight)
         if cache is not None and not isinstance(cache, KVCache):
             raise TypeError(f"cache must be a KVCache or None; got {type(cache).__name__}")
         T = x.shape[-2]
@@ -145,7 +146,8 @@ class GroupedQueryAttention(AttentionHeads):
         """
         T = queries.shape[-2]
         positions = torch.arange(offset, offset + T, device=queries.device)  # (T,)
-        return self.rotary(queries, positions), self.rotary(keys, positions)
+        # forward checked x once: rotate without checking again
+        return self.rotary.rotate(queries, positions), self.rotary.rotate(keys, positions)
 
     def _mask(
         self, L: int, S: int, device: torch.device | None = None

@@ -1,69 +1,59 @@
-"""Conversion between this package's multi-head modules and PyTorch's.
+"""Weight bookkeeping between this package's multi-head modules and PyTorch's.
 
-The one home of the weight bookkeeping: ``torch.nn.MultiheadAttention``'s fused
+The one home of the layouts: ``torch.nn.MultiheadAttention``'s fused
 ``in_proj_weight`` (``(3E, E)``) split into, and joined from, the three projections
 ``W_query``/``W_key``/``W_value``; and the per-head projections of a
 [`MultiHeadAttentionWrapper`][attnlab.MultiHeadAttentionWrapper] stacked into one.
 ``from_torch``, ``to_torch`` and ``from_wrapper`` of
-[`MultiHeadAttention`][attnlab.MultiHeadAttention] call these functions.
+[`MultiHeadAttention`][attnlab.MultiHeadAttention] build the modules and call these
+functions, which know the modules only by the attributes of ``FusedProjections``
+(so this module imports none of them).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any, Protocol
+
 import torch
 from torch import Tensor, nn
 
-from .backends import Backend
-from .causal import CausalAttention
-from .multihead import MultiHeadAttention, MultiHeadAttentionWrapper
-
-__all__ = ["mha_from_torch", "mha_from_wrapper", "mha_to_torch"]
-
-
-def mha_from_wrapper(wrapper: MultiHeadAttentionWrapper) -> MultiHeadAttention:
-    """Build the ``MultiHeadAttention`` that computes exactly what ``wrapper`` computes.
-
-    The implementation behind ``MultiHeadAttention.from_wrapper``, whose docstring states
-    the full contract.
-    """
-    if not isinstance(wrapper, MultiHeadAttentionWrapper):
-        raise TypeError(
-            f"wrapper must be a MultiHeadAttentionWrapper; got {type(wrapper).__name__}"
-        )
-    heads = [head for head in wrapper.heads if isinstance(head, CausalAttention)]
-    qkv_bias = heads[0].W_query.bias is not None
-    module = MultiHeadAttention(
-        wrapper.d_in,
-        wrapper.d_out,
-        wrapper.num_heads,
-        wrapper.dropout,
-        qkv_bias,
-        wrapper.causal,
-        out_bias=False,
-        backend=wrapper.backend,
-    )
-    weight = heads[0].W_query.weight
-    module.to(device=weight.device, dtype=weight.dtype)
-    with torch.no_grad():
-        for name in ("W_query", "W_key", "W_value"):
-            fused: nn.Linear = getattr(module, name)
-            parts = [getattr(head, name) for head in heads]
-            # H weights of (D, d_in) -> (H * D, d_in) = (d_out, d_in)
-            fused.weight.copy_(torch.cat([part.weight for part in parts]))
-            if fused.bias is not None:
-                fused.bias.copy_(torch.cat([part.bias for part in parts]))
-        module.out_proj.weight.copy_(torch.eye(wrapper.d_out))
-    module.train(wrapper.training)
-    return module
+__all__ = [
+    "FusedProjections",
+    "check_torch_mha",
+    "copy_from_heads",
+    "copy_from_torch",
+    "to_torch_mha",
+    "torch_mha_config",
+]
 
 
-def mha_from_torch(
-    module: nn.MultiheadAttention, *, backend: Backend = "torch"
-) -> MultiHeadAttention:
-    """Build a ``MultiHeadAttention`` equal to a ``torch.nn.MultiheadAttention``.
+class FusedProjections(Protocol):
+    """What these functions read and write of a multi-head module."""
 
-    The implementation behind ``MultiHeadAttention.from_torch``, whose docstring states
-    the full contract.
+    W_query: nn.Linear
+    W_key: nn.Linear
+    W_value: nn.Linear
+    out_proj: nn.Linear
+    d_in: int
+    d_out: int
+    num_heads: int
+    kdim: int
+    vdim: int
+    dropout: float
+    causal: bool
+    training: bool
+    torch_batch_first: bool
+
+    def train(self, mode: bool = True) -> Any: ...  # noqa: D102
+
+
+def check_torch_mha(module: object) -> nn.MultiheadAttention:
+    """Return ``module`` if it is an ``nn.MultiheadAttention`` this package can copy.
+
+    Raises:
+        TypeError: ``module`` is not an ``nn.MultiheadAttention``.
+        ValueError: It uses ``add_bias_kv`` or ``add_zero_attn``.
     """
     if not isinstance(module, nn.MultiheadAttention):
         raise TypeError(f"module must be a nn.MultiheadAttention; got {type(module).__name__}")
@@ -71,47 +61,69 @@ def mha_from_torch(
         raise ValueError("module has add_bias_kv=True, which MultiHeadAttention does not support")
     if module.add_zero_attn:
         raise ValueError("module has add_zero_attn=True, which MultiHeadAttention does not support")
+    return module
+
+
+def torch_mha_config(module: nn.MultiheadAttention) -> dict[str, Any]:
+    """The ``MultiHeadAttention`` arguments that match a (checked) PyTorch module."""
     E = module.embed_dim
-    in_bias = module.in_proj_bias
-    new = MultiHeadAttention(
-        E,
-        E,
-        module.num_heads,
-        float(module.dropout),
-        in_bias is not None,
-        kdim=module.kdim,
-        vdim=module.vdim,
-        out_bias=module.out_proj.bias is not None,
-        backend=backend,
-    )
-    weight = module.out_proj.weight
-    new.to(device=weight.device, dtype=weight.dtype)
+    return {
+        "d_in": E,
+        "d_out": E,
+        "num_heads": module.num_heads,
+        "dropout": float(module.dropout),
+        "qkv_bias": module.in_proj_bias is not None,
+        "kdim": module.kdim,
+        "vdim": module.vdim,
+        "out_bias": module.out_proj.bias is not None,
+    }
+
+
+def copy_from_torch(new: FusedProjections, module: nn.MultiheadAttention) -> None:
+    """Copy PyTorch's weights, layout and mode into ``new`` (built by ``torch_mha_config``).
+
+    ``new`` must already be on the source's device and dtype.
+    """
     if module._qkv_same_embed_dim:
-        # (3E, E) -> three (E, E)
-        w_q, w_k, w_v = module.in_proj_weight.chunk(3)
+        w_q, w_k, w_v = module.in_proj_weight.chunk(3)  # (3E, E) -> three (E, E)
     else:
         w_q, w_k, w_v = module.q_proj_weight, module.k_proj_weight, module.v_proj_weight
+    projections = (new.W_query, new.W_key, new.W_value)
     with torch.no_grad():
-        new.W_query.weight.copy_(w_q)
-        new.W_key.weight.copy_(w_k)
-        new.W_value.weight.copy_(w_v)
-        if in_bias is not None:
-            b_q, b_k, b_v = in_bias.chunk(3)  # (3E,) -> three (E,)
-            new.W_query.bias.copy_(b_q)
-            new.W_key.bias.copy_(b_k)
-            new.W_value.bias.copy_(b_v)
+        for projection, weight in zip(projections, (w_q, w_k, w_v), strict=True):
+            projection.weight.copy_(weight)
+        if module.in_proj_bias is not None:
+            biases = module.in_proj_bias.chunk(3)  # (3E,) -> three (E,)
+            for projection, bias in zip(projections, biases, strict=True):
+                projection.bias.copy_(bias)
         new.out_proj.weight.copy_(module.out_proj.weight)
         if module.out_proj.bias is not None:
             new.out_proj.bias.copy_(module.out_proj.bias)
     new.torch_batch_first = bool(module.batch_first)
     new.train(module.training)
-    return new
 
 
-def mha_to_torch(
-    mha: MultiHeadAttention, *, batch_first: bool | None = None
+def copy_from_heads(fused: FusedProjections, heads: Sequence[nn.Module]) -> None:
+    """Stack the heads' projections into ``fused``'s; ``out_proj`` becomes the identity.
+
+    Head ``h``'s projection weights become rows ``h * D`` to ``(h + 1) * D``; ``fused``
+    must already be on the heads' device and dtype.
+    """
+    with torch.no_grad():
+        for name in ("W_query", "W_key", "W_value"):
+            target: nn.Linear = getattr(fused, name)
+            parts: list[nn.Linear] = [getattr(head, name) for head in heads]
+            # H weights of (D, d_in) -> (H * D, d_in) = (d_out, d_in)
+            target.weight.copy_(torch.cat([part.weight for part in parts]))
+            if target.bias is not None:
+                target.bias.copy_(torch.cat([part.bias for part in parts]))
+        fused.out_proj.weight.copy_(torch.eye(fused.d_out))
+
+
+def to_torch_mha(
+    mha: FusedProjections, *, batch_first: bool | None = None
 ) -> nn.MultiheadAttention:
-    """Build a ``torch.nn.MultiheadAttention`` equal to ``module``.
+    """Build a ``torch.nn.MultiheadAttention`` equal to ``mha``.
 
     The implementation behind ``MultiHeadAttention.to_torch``, whose docstring states
     the full contract.

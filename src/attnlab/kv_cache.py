@@ -12,7 +12,13 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ._validation import check_floating, check_min_rank, check_positive_int, format_shape
+from ._validation import (
+    check_floating,
+    check_min_rank,
+    check_positive_int,
+    check_same_device,
+    format_shape,
+)
 
 __all__ = ["KVCache", "kv_cache_bytes_per_token"]
 
@@ -85,6 +91,7 @@ class KVCache:
         keys = check_floating("keys", keys)
         values = check_floating("values", values)
         check_min_rank("keys", keys, 2, "(..., T, D)")
+        check_same_device("values", values, keys, "keys")
         if values.shape[:-1] != keys.shape[:-1]:
             raise ValueError(
                 f"values must have shape (..., T, Dv) with the batch and length of keys "
@@ -93,6 +100,12 @@ class KVCache:
         if self.keys is None or self.values is None:
             self.keys, self.values = keys, values
         else:
+            check_same_device("keys", keys, self.keys, "the cached keys")
+            if keys.dtype != self.keys.dtype or values.dtype != self.values.dtype:
+                raise TypeError(
+                    f"keys and values must have the cached dtype {self.keys.dtype}; "
+                    f"got {keys.dtype} and {values.dtype}"
+                )
             if keys.shape[:-2] != self.keys.shape[:-2] or keys.shape[-1] != self.keys.shape[-1]:
                 raise ValueError(
                     f"keys must have shape (..., T, D) matching the cache's "

@@ -1,8 +1,10 @@
 """Masks: the one home of every mask and of the rule that applies one to scores.
 
 The causal mask, key padding, combining masks, merging a module call's masks, the rule
-"a bool mask becomes ``-inf``, a float mask is added" and translating PyTorch's module
-masks all live here; the functional path, flash attention and the modules use them.
+"a bool mask becomes ``-inf``, a float mask is added", the rule for a query row with
+nothing left to attend to (zeros, never NaN: [`row_shift`][attnlab.masks.row_shift] and
+[`divide_rows`][attnlab.masks.divide_rows]) and translating PyTorch's module masks all
+live here; the functional path, flash attention, ring attention and the modules use them.
 
 The package has one mask convention, that of PyTorch's
 ``scaled_dot_product_attention``: a boolean mask's ``True`` means *may attend*, a float
@@ -27,10 +29,12 @@ __all__ = [
     "apply_mask",
     "causal_mask",
     "combine_masks",
+    "divide_rows",
     "mask_from_torch",
     "mask_to_torch",
     "module_attn_mask",
     "padding_to_attn_mask",
+    "row_shift",
     "sliding_window_mask",
 ]
 
@@ -84,6 +88,45 @@ def apply_mask(attn_scores: Tensor, attn_mask: Tensor | None, *, inplace: bool =
             return attn_scores.masked_fill_(~attn_mask, float("-inf"))
         return attn_scores.masked_fill(~attn_mask, float("-inf"))
     return attn_scores.add_(attn_mask) if inplace else attn_scores + attn_mask
+
+
+def row_shift(row_max: Tensor) -> Tensor:
+    """The amount to subtract from a row of scores before ``exp``: its maximum, or 0.
+
+    A fully masked row's maximum is ``-inf``; subtracting it would give
+    ``exp(-inf - (-inf)) = exp(nan)``. Shifting such a row by 0 instead gives
+    ``exp(-inf) = 0`` everywhere: the first half of the fully-masked-row rule.
+
+    Args:
+        row_max: Each row's largest score (or its log-sum-exp).
+
+    Returns:
+        ``row_max`` with ``-inf`` replaced by 0.
+
+    Shape:
+        row_max: any; output: the same.
+    """
+    return torch.where(torch.isneginf(row_max), torch.zeros_like(row_max), row_max)
+
+
+def divide_rows(numerator: Tensor, total: Tensor) -> Tensor:
+    """Normalise rows by their ``total``; a row whose total is 0 stays all zeros.
+
+    A fully masked row sums to 0 after [`row_shift`][attnlab.masks.row_shift]; dividing
+    by 1 there instead of 0 gives zeros (as PyTorch's SDPA outputs), not ``0 / 0 = nan``:
+    the second half of the fully-masked-row rule.
+
+    Args:
+        numerator: Unnormalised weights, or their weighted sums of values.
+        total: Each row's sum of unnormalised weights.
+
+    Returns:
+        ``numerator / total``, with 0 where ``total`` is 0.
+
+    Shape:
+        numerator: ``(..., n)``; total: ``(..., 1)``; output: ``(..., n)``.
+    """
+    return numerator / torch.where(total == 0, torch.ones_like(total), total)
 
 
 def mask_from_torch(mask: Tensor) -> Tensor:

@@ -31,16 +31,24 @@ from ._validation import (
     check_features,
     check_key_padding_mask,
     check_mask,
-    check_module_dtype,
+    check_module_input,
     check_positive_int,
     check_probability,
     check_same_device,
     format_shape,
 )
-from .backends import Backend, attend, check_backend
+from .backends import Backend, attend_kernel, check_backend
 from .causal import CausalAttention
-from .functional import attention_with_weights, repeat_kv_heads
+from .functional import attention_kernel
+from .interop import (
+    check_torch_mha,
+    copy_from_heads,
+    copy_from_torch,
+    to_torch_mha,
+    torch_mha_config,
+)
 from .masks import module_attn_mask
+from .self_attention import checked_padding_mask
 
 __all__ = [
     "AttentionHeads",
@@ -124,9 +132,11 @@ class MultiHeadAttentionWrapper(nn.Module):
             x: ``(T, d_in)`` or ``(B, T, d_in)``; output: ``(T, d_out)`` or
             ``(B, T, d_out)``.
         """
-        check_features("x", x, self.d_in)
+        heads = [head for head in self.heads if isinstance(head, CausalAttention)]
+        # checked once for every head: (..., 1, T) or None
+        padding = checked_padding_mask(x, self.d_in, key_padding_mask, heads[0].W_query.weight)
         # H outputs of (..., T, D) -> (..., T, H * D) = (..., T, d_out)
-        return torch.cat([head(x, key_padding_mask) for head in self.heads], dim=-1)
+        return torch.cat([head.attend_tokens(x, padding) for head in heads], dim=-1)
 
     def extra_repr(self) -> str:
         """Sizes, dropout, causality and backend, shown by ``print(module)``."""
@@ -247,20 +257,23 @@ class AttentionHeads(nn.Module):
         """
         dropout_p = self.dropout if self.training else 0.0
         group = self.num_heads // self.num_kv_heads
-        if need_weights:
-            if group > 1:  # the weights are per query head: (B, Hkv, S, D) -> (B, H, S, D)
-                keys, values = repeat_kv_heads(keys, group), repeat_kv_heads(values, group)
-            return attention_with_weights(queries, keys, values, attn_mask, dropout_p, is_causal)
-        context_vecs = attend(
+        if need_weights:  # the weights are per query head (grouped heads are repeated)
+            return attention_kernel(
+                queries, keys, values, attn_mask, dropout_p, is_causal, None, group
+            )
+        # The module checked its inputs: the backend's kernel checks nothing again.
+        context_vecs = attend_kernel(
             queries,
             keys,
             values,
             attn_mask,
             dropout_p,
             is_causal,
-            backend=self.backend,
-            enable_gqa=group > 1,
-        )  # (B, H, L, D)
+            None,
+            self.backend,
+            batch=tuple(queries.shape[:-2]),
+            group=group,
+        )  # (B, H, L, D); fmt: skip
         return context_vecs, None
 
     def merge_heads(self, x: Tensor) -> Tensor:
@@ -393,13 +406,10 @@ class MultiHeadAttention(AttentionHeads):
         batch, L, S = self._check_inputs(query, key, value)
         H = self.num_heads
         if attn_mask is not None:
-            checked = check_mask("attn_mask", attn_mask, (*batch, H, L, S), query.dtype)
-            check_same_device("attn_mask", checked, query, "query")
+            check_mask("attn_mask", attn_mask, (*batch, H, L, S), query)
         if key_padding_mask is not None:
-            padding = check_key_padding_mask(key_padding_mask, batch, S, query.dtype)
-            check_same_device("key_padding_mask", padding, query, "query")
+            check_key_padding_mask(key_padding_mask, batch, S, query)
         check_bool("need_weights", need_weights)
-
         check_bool("average_attn_weights", average_attn_weights)
         mask, is_causal = module_attn_mask(
             L,
@@ -449,7 +459,7 @@ class MultiHeadAttention(AttentionHeads):
             raise TypeError(
                 f"query, key and value must share one dtype; got {q.dtype}, {k.dtype} and {v.dtype}"
             )
-        check_module_dtype("query", q, self.W_query.weight)
+        check_module_input("query", q, self.W_query.weight)
         check_same_device("key", k, q, "query")
         check_same_device("value", v, q, "query")
         return batch, q.shape[-2], k.shape[-2]
@@ -468,9 +478,27 @@ class MultiHeadAttention(AttentionHeads):
         Returns:
             A new ``MultiHeadAttention`` with copies of the wrapper's weights.
         """
-        from .interop import mha_from_wrapper
-
-        return mha_from_wrapper(wrapper)
+        if not isinstance(wrapper, MultiHeadAttentionWrapper):
+            raise TypeError(
+                f"wrapper must be a MultiHeadAttentionWrapper; got {type(wrapper).__name__}"
+            )
+        heads = [head for head in wrapper.heads if isinstance(head, CausalAttention)]
+        qkv_bias = heads[0].W_query.bias is not None
+        module = MultiHeadAttention(
+            wrapper.d_in,
+            wrapper.d_out,
+            wrapper.num_heads,
+            wrapper.dropout,
+            qkv_bias,
+            wrapper.causal,
+            out_bias=False,
+            backend=wrapper.backend,
+        )
+        weight = heads[0].W_query.weight
+        module.to(device=weight.device, dtype=weight.dtype)
+        copy_from_heads(module, heads)
+        module.train(wrapper.training)
+        return module
 
     @staticmethod
     def from_torch(
@@ -503,9 +531,12 @@ class MultiHeadAttention(AttentionHeads):
             ValueError: ``module`` uses ``add_bias_kv`` or ``add_zero_attn``, which this
                 package does not support.
         """
-        from .interop import mha_from_torch
-
-        return mha_from_torch(module, backend=backend)
+        module = check_torch_mha(module)
+        new = MultiHeadAttention(**torch_mha_config(module), backend=backend)
+        weight = module.out_proj.weight
+        new.to(device=weight.device, dtype=weight.dtype)
+        copy_from_torch(new, module)
+        return new
 
     def to_torch(self, *, batch_first: bool | None = None) -> nn.MultiheadAttention:
         """Build a ``torch.nn.MultiheadAttention`` equal to this module.
@@ -527,9 +558,7 @@ class MultiHeadAttention(AttentionHeads):
                 ``causal=True`` (PyTorch's module has no causal flag: build this one
                 with ``causal=False`` and pass PyTorch a causal ``attn_mask``).
         """
-        from .interop import mha_to_torch
-
-        return mha_to_torch(self, batch_first=batch_first)
+        return to_torch_mha(self, batch_first=batch_first)
 
     def extra_repr(self) -> str:
         """Sizes, dropout, causality and backend, shown by ``print(module)``."""

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib as mpl
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 from torch import Tensor
 
 from ._validation import check_tensor, format_shape
@@ -31,12 +33,15 @@ from .diagrams import ROLE_COLOURS
 
 __all__ = [
     "plot_attention",
+    "plot_decode",
     "plot_heads",
     "plot_loss",
     "plot_mask",
     "plot_retrieval",
     "plot_softmax_scaling",
+    "plot_sweep",
     "plot_variance_vs_dim",
+    "plot_window",
 ]
 
 CMAP = "viridis"
@@ -514,4 +519,129 @@ def plot_retrieval(
             fontsize="small")  # fmt: skip
     if title is not None:
         ax.set_title(title)
+    return fig
+
+
+# ------------------------------------------- the benchmark's results (attnlab.bench)
+
+
+def plot_sweep(results: dict[str, Any], metric: str = "median_ms") -> Figure:
+    """Draw one sweep metric against ``T``, log-log, causal and not side by side.
+
+    Colours come from the active matplotlib style, so the figure can be drawn in a
+    light or a dark theme.
+
+    Args:
+        results: Results as returned by ``attnlab.bench.load_results``.
+        metric: ``"median_ms"`` (forward time) or ``"peak_mib"`` (peak extra memory).
+
+    Returns:
+        A figure with two panels.
+    """
+    labels = {"median_ms": "forward time (ms)", "peak_mib": "peak extra memory (MiB)"}
+    if metric not in labels:
+        raise ValueError(f"metric must be 'median_ms' or 'peak_mib'; got {metric!r}")
+    names = {
+        "explicit": "attnlab explicit",
+        "flash": "attnlab.flash_attention",
+        "sdpa": "torch SDPA",
+        "sdpa_math": "torch SDPA, math backend",
+    }
+    markers = {"explicit": "o", "flash": "s", "sdpa": "^", "sdpa_math": "D"}
+    fig = Figure(figsize=(9, 3.8), layout="constrained")
+    axes = fig.subplots(1, 2, sharey=True)
+    for ax, causal in zip(axes, (False, True), strict=True):
+        for method in names:
+            points = [
+                (row["T"], row[metric])
+                for row in results["sweep"]
+                if row["method"] == method and row["causal"] == causal and row.get(metric)
+            ]
+            if points:
+                ts, values = zip(*points, strict=True)
+                ax.plot(ts, values, marker=markers[method], label=names[method])
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("sequence length T (tokens)")
+        ax.set_title("causal" if causal else "not causal")
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].set_ylabel(labels[metric])
+    axes[0].legend(fontsize="small")
+    return fig
+
+
+def _plain_log_ticks(ax: Axes, values: list[float]) -> None:
+    """Label a log y axis at 1, 2, 3, 5, 10, 20 ... (those within the range of ``values``)."""
+    low, high = min(values) / 1.25, max(values) * 1.25
+    ticks = [m * 10.0**e for e in range(-1, 5) for m in (1, 2, 3, 5) if low <= m * 10.0**e <= high]
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def plot_decode(results: dict[str, Any], target: float = 10.0) -> Figure:
+    """Decoding time against ``T``, with a cache and recomputing, and the speed-up.
+
+    Args:
+        results: The ``decode`` results, as ``run_decode_benchmark`` returns them.
+        target: A speed-up to mark with a dashed line.
+
+    Returns:
+        A figure with two log-log panels: total time, speed-up.
+    """
+    steps = results["steps"]
+    ts = [row["T"] for row in steps]
+    fig = Figure(figsize=(9, 3.8), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    left.plot(ts, [row["recompute_s"] for row in steps], marker="o", label="recompute the prefix")
+    left.plot(ts, [row["cached_s"] for row in steps], marker="s", label="KV cache")
+    left.set_ylabel("time to decode T tokens (s)")
+    left.set_title("total decoding time")
+    left.legend(fontsize="small")
+    right.plot(ts, [row["speedup"] for row in steps], marker="D", color="C2", label="speed-up")
+    right.axhline(target, color="C3", linestyle="--", label=f"target {target:g}x")
+    right.set_ylabel("recompute time / cached time")
+    right.set_title("speed-up of the cache")
+    right.legend(fontsize="small")
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("tokens decoded T")
+        ax.grid(True, which="major", alpha=0.3)
+    _plain_log_ticks(right, [target, *(row["speedup"] for row in steps)])
+    return fig
+
+
+def plot_window(results: dict[str, Any]) -> Figure:
+    """Sliding-window against full causal flash attention: time and memory against ``T``.
+
+    Args:
+        results: The ``window`` results, as ``run_window_benchmark`` returns them.
+
+    Returns:
+        A figure with two log-log panels: time, peak extra memory.
+    """
+    window = results["config"]["window"]
+    names = {"causal": "causal flash", "window": f"window {window} flash"}
+    fig = Figure(figsize=(9, 3.8), layout="constrained")
+    axes = fig.subplots(1, 2)
+    panels = (("median_ms", "time per call (ms)"), ("peak_mib", "peak extra memory (MiB)"))
+    for ax, (metric, label) in zip(axes, panels, strict=True):
+        for method, marker in (("causal", "o"), ("window", "s")):
+            rows = [row for row in results["rows"] if row["method"] == method]
+            ax.plot(
+                [row["T"] for row in rows],
+                [row[metric] for row in rows],
+                marker=marker,
+                label=names[method],
+            )
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("sequence length T (tokens)")
+        ax.set_ylabel(label)
+        ax.grid(True, which="major", alpha=0.3)
+    _plain_log_ticks(axes[1], [row["peak_mib"] for row in results["rows"]])
+    axes[0].set_title("time")
+    axes[1].set_title("memory")
+    axes[0].legend(fontsize="small")
     return fig

@@ -37,6 +37,7 @@ import torch
 from torch import Tensor, nn
 
 from ._validation import check_positive_int
+from .functional import attention_scores
 from .multihead import MultiHeadAttention
 
 __all__ = [
@@ -222,6 +223,10 @@ def train(
 ) -> TrainingHistory:
     """Train ``model`` with Adam on fresh random batches (in place).
 
+    Each step is the loop that "Watch attention learn" writes out: a fresh batch, the
+    forward pass, the cross-entropy of the answer, ``backward()``, the optimiser's
+    ``step()``. Same seeds, same losses.
+
     Args:
         model: The model to train.
         steps: Optimisation steps; each sees a new batch.
@@ -323,11 +328,11 @@ def key_query_scores(model: RecallModel) -> Tensor:
         output: ``(num_keys, num_keys)``.
     """
     attention = model.attention
-    H, D = attention.num_heads, attention.head_dim
     embeddings = model.key_embedding.weight  # (K, d)
-    queries = attention.W_query(embeddings * model.query_gain).view(-1, H, D).transpose(0, 1)
-    keys = attention.W_key(embeddings).view(-1, H, D).transpose(0, 1)  # (H, K, D)
-    scores: Tensor = queries @ keys.transpose(-2, -1) / math.sqrt(D)  # (H, K, K)
+    # The module's own head split: (K, H * D) -> (H, K, D).
+    queries = attention.split_heads(attention.W_query(embeddings * model.query_gain))
+    keys = attention.split_heads(attention.W_key(embeddings))  # (H, K, D)
+    scores = attention_scores(queries, keys) / math.sqrt(attention.head_dim)  # (H, K, K)
     return scores.mean(dim=0)
 
 

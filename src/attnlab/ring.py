@@ -16,36 +16,30 @@ future. With contiguous shards that leaves rank 0 almost idle and the last rank 
 ``P`` times more work; the ``"zigzag"`` layout gives rank ``r`` chunks ``r`` and
 ``2P - 1 - r`` of ``2P``, one early and one late, and every rank the same work.
 
-[`run_local`][attnlab.ring.run_local] starts ``P`` local processes on the gloo backend,
-bound to 127.0.0.1, so all of this runs on one CPU; the same ``ring_attention`` runs
-on NCCL across GPUs unchanged.
+[`run_local`][attnlab.ring.run_local] (at home in ``attnlab.launch``,
+re-exported here for the chapter) starts ``P`` local processes on the gloo backend, bound to
+127.0.0.1, so all of this runs on one CPU; the same ``ring_attention`` runs on NCCL
+across GPUs unchanged.
 """
 
 from __future__ import annotations
 
-import datetime
 import math
-import os
-import pickle
-import queue
-import traceback
-from collections.abc import Callable
 from typing import Any, Literal
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 from torch import Tensor
-from torch.distributed import TCPStore  # type: ignore[attr-defined]
 
 from ._validation import check_attention_args, format_shape
-from .flash import DEFAULT_BLOCK_SIZE, _flash_backward, flash_attention
+from .flash import DEFAULT_BLOCK_SIZE, flash_backward, flash_kernel
+from .launch import run_local
+from .masks import row_shift
 
 __all__ = [
     "Layout",
     "chunk_ids",
     "merge_partials",
-    "peak_extra_bytes",
     "ring_attention",
     "ring_schedule",
     "run_local",
@@ -206,7 +200,7 @@ def merge_partials(out_a: Tensor, lse_a: Tensor, out_b: Tensor, lse_b: Tensor) -
         out: ``(..., L, Ev)``; lse: ``(..., L)``; returns ``(..., L, Ev + 1)``.
     """
     lse = torch.logaddexp(lse_a, lse_b)  # (..., L)
-    shift = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse)
+    shift = row_shift(lse)
     weight_a = torch.exp(lse_a - shift)[..., None]  # (..., L, 1)
     weight_b = torch.exp(lse_b - shift)[..., None]
     return torch.cat([out_a * weight_a + out_b * weight_b, lse[..., None]], dim=-1)
@@ -258,7 +252,7 @@ def ring_attention(
         query, key: ``(N, ..., T / P, E)``; value: ``(N, ..., T / P, Ev)``;
         output: ``(N, ..., T / P, Ev)``.
     """
-    batch = check_attention_args(query, key, value, None, 0.0, is_causal, None)
+    batch, _ = check_attention_args(query, key, value, None, 0.0, is_causal, None)
     layout = _check_layout(layout)
     if query.shape[-2] != key.shape[-2]:
         raise ValueError(
@@ -276,7 +270,7 @@ def ring_attention(
         query.requires_grad or key.requires_grad or value.requires_grad
     )
     if not needs_grad:
-        return _ring_forward(query, key, value, is_causal, group, layout)[0]
+        return _ring_forward(query, key, value, batch, is_causal, group, layout)[0]
     output: Tensor = _RingAttentionFunction.apply(  # type: ignore[no-untyped-call]
         query, key, value, tuple(batch), is_causal, group, layout
     )
@@ -299,6 +293,7 @@ def _ring_forward(
     query: Tensor,
     key: Tensor,
     value: Tensor,
+    batch: tuple[int, ...],
     is_causal: bool,
     group: dist.ProcessGroup | None,
     layout: Layout,
@@ -326,9 +321,10 @@ def _ring_forward(
             if kind == "skip":
                 continue
             k_chunk, v_chunk = key_chunks[j]
-            out, lse = flash_attention(
-                query_chunks[i], k_chunk, v_chunk, is_causal=kind == "diagonal", return_lse=True
-            )
+            out, lse = flash_kernel(
+                query_chunks[i], k_chunk, v_chunk, None, 0.0, kind == "diagonal", None,
+                DEFAULT_BLOCK_SIZE, window=None, batch=batch, group=1,
+            )  # fmt: skip
             if i in merged:
                 out = merge_partials(merged[i][..., :-1], merged[i][..., -1], out, lse)
                 merged[i] = out
@@ -357,7 +353,7 @@ class _RingAttentionFunction(torch.autograd.Function):
         group: dist.ProcessGroup | None,
         layout: Layout,
     ) -> Tensor:
-        output, lse = _ring_forward(query, key, value, is_causal, group, layout)
+        output, lse = _ring_forward(query, key, value, batch, is_causal, group, layout)
         ctx.save_for_backward(query, key, value, output, lse)
         ctx.config = (batch, is_causal, group, layout)
         return output
@@ -416,7 +412,7 @@ def _ring_backward(
             if kind == "skip":
                 continue
             qs, ks = slice(rows[i], rows[i] + size), slice(key_rows[j], key_rows[j] + size)
-            dq, dk, dv = _flash_backward(
+            dq, dk, dv = flash_backward(
                 q[:, qs], keys[:, ks], values[:, ks], None, o[:, qs], lse_flat[:, qs],
                 grad_o[:, qs], None, kind == "diagonal", None, scale, *DEFAULT_BLOCK_SIZE,
             )  # fmt: skip
@@ -439,175 +435,3 @@ def _ring_backward(
         grad_keys.reshape(*batch, L, E).sum_to_size(key.shape),
         grad_values.reshape(*batch, L, Ev).sum_to_size(value.shape),
     )
-
-
-# ------------------------------------------------------------------------ launching
-
-
-def peak_extra_bytes(run: Callable[[], Tensor]) -> int:
-    """How far ``run()`` raises this process's peak resident memory, minus its output.
-
-    ``run`` is called twice: once to warm up (thread pools, communication buffers),
-    then measured. The peak resident set (``VmHWM``) is reset through
-    ``/proc/self/clear_refs`` right before the measured call, as the benchmark does, so
-    the result is the memory the call needed beyond what the process already held.
-
-    Raises:
-        RuntimeError: ``/proc/self/clear_refs`` is unavailable (not Linux).
-    """
-    from .bench import _read_status_kib, _release_free_memory  # not at import: -m bench
-
-    run()  # warm-up; its result is freed at once
-    _release_free_memory()
-    baseline_kib = _read_status_kib("VmRSS") or 0
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as file:
-            file.write("5")  # reset VmHWM to the current resident size
-    except OSError as error:
-        raise RuntimeError("peak_extra_bytes needs Linux's /proc/self/clear_refs") from error
-    output = run()
-    peak_kib = _read_status_kib("VmHWM") or 0
-    return max(0, (peak_kib - baseline_kib) * 1024 - output.numel() * output.element_size())
-
-
-def _free_store(timeout: datetime.timedelta) -> TCPStore:
-    """A rendezvous store on 127.0.0.1 at a port the OS picks (never a fixed port)."""
-    return TCPStore("127.0.0.1", 0, is_master=True, timeout=timeout, wait_for_workers=False)
-
-
-JOIN_ATTEMPTS = 3
-"""How many times ``run_local`` starts the ranks when some rank fails to join the group."""
-
-
-class _JoinError(RuntimeError):
-    """A rank could not join the process group (before ``fn`` ran anywhere)."""
-
-
-def _join(port_reader: Any, rank: int, world_size: int, timeout_s: float) -> None:
-    """Get the store's port from the parent, then join the gloo group through it."""
-    if not port_reader.poll(timeout_s):
-        raise RuntimeError(f"no rendezvous port from the parent within {timeout_s} s")
-    timeout = datetime.timedelta(seconds=timeout_s)
-    store = TCPStore("127.0.0.1", port_reader.recv(), is_master=False, timeout=timeout)
-    dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size, timeout=timeout)
-
-
-def _rank_main(
-    fn: Callable[..., Any],
-    rank: int,
-    world_size: int,
-    port_reader: Any,
-    timeout_s: float,
-    results: Any,
-    args: tuple[Any, ...],
-) -> None:
-    """Body of one local process: join, run ``fn``, report to the parent, leave.
-
-    The report is ``(rank, status, payload)``: status ``"ok"`` with ``fn``'s pickled
-    result, ``"join"`` or ``"fn"`` with the traceback of a failure in that step.
-    """
-    os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # gloo talks over loopback only
-    torch.set_num_threads(1)
-    try:
-        _join(port_reader, rank, world_size, timeout_s)
-    except Exception:
-        results.put((rank, "join", traceback.format_exc().encode()))
-        return
-    try:
-        try:
-            payload = (rank, "ok", pickle.dumps(fn(rank, world_size, *args)))
-        finally:
-            dist.destroy_process_group()
-    except Exception:  # report any failure to the parent, which re-raises it
-        payload = (rank, "fn", traceback.format_exc().encode())
-    results.put(payload)
-
-
-def _run_ranks(
-    fn: Callable[..., Any], world_size: int, args: tuple[Any, ...], timeout_s: float
-) -> list[Any]:
-    """One attempt of ``run_local``: start the ranks, collect their results, clean up."""
-    ctx = mp.get_context("fork")
-    results = ctx.Queue()
-    pipes = [ctx.Pipe(duplex=False) for _ in range(world_size)]  # (reader, writer) per rank
-    processes = [
-        ctx.Process(
-            target=_rank_main,
-            args=(fn, rank, world_size, reader, timeout_s, results, args),
-            daemon=True,
-        )
-        for rank, (reader, _) in enumerate(pipes)
-    ]
-    outputs: dict[int, Any] = {}
-    store = None
-    finished = False
-    try:
-        for process in processes:
-            process.start()
-        # The store serves its clients from a thread of its own. Forking while that
-        # thread runs can copy a lock it holds into a child, where nothing ever
-        # releases it (a rank then hangs before joining): so every rank is forked
-        # first, and is told the store's port once the store exists.
-        store = _free_store(datetime.timedelta(seconds=timeout_s))
-        for _, writer in pipes:
-            writer.send(store.port)
-        for _ in range(world_size):
-            try:
-                rank, status, payload = results.get(timeout=timeout_s)
-            except queue.Empty:
-                raise RuntimeError(f"no result from a rank within {timeout_s} s") from None
-            if status == "join":
-                raise _JoinError(f"rank {rank} could not join:\n{payload.decode()}")
-            if status != "ok":
-                raise RuntimeError(f"rank {rank} failed:\n{payload.decode()}")
-            outputs[rank] = pickle.loads(payload)
-        finished = True
-    finally:
-        for process in processes:
-            # after a failure, the other ranks may wait on the failed one: stop them now
-            process.join(timeout=5 if finished else 0)
-            if process.is_alive():
-                process.terminate()
-                process.join()
-        for reader, writer in pipes:
-            reader.close()
-            writer.close()
-        del store
-    return [outputs[rank] for rank in range(world_size)]
-
-
-def run_local(
-    fn: Callable[..., Any], world_size: int, *args: Any, timeout_s: float = 60.0
-) -> list[Any]:
-    """Run ``fn(rank, world_size, *args)`` in ``world_size`` local processes, one per rank.
-
-    The processes are forked (so ``fn`` may be defined anywhere, a docs block
-    included), join a gloo process group that rendezvouses and talks on 127.0.0.1 only
-    (at a port the OS picks), and are always joined or terminated before this returns.
-    Joining can fail now and then for reasons outside the program (gloo's connections
-    between the ranks, on a loaded machine: PyTorch's own gloo tests meet the same):
-    then every rank is stopped and all are started again, up to ``JOIN_ATTEMPTS``
-    times. A failure inside ``fn`` is never retried.
-
-    Args:
-        fn: Called as ``fn(rank, world_size, *args)`` in each process; its return value
-            must pickle.
-        world_size: ``P``, the number of processes.
-        *args: Extra arguments for ``fn``.
-        timeout_s: Bound on the rendezvous, each collective and the wait for results.
-
-    Returns:
-        ``[fn's result on rank 0, ..., on rank P - 1]``.
-
-    Raises:
-        RuntimeError: A rank raised in ``fn`` or timed out, or the ranks could not join
-            in ``JOIN_ATTEMPTS`` attempts (the last traceback is in the message).
-    """
-    attempt = 1
-    while True:
-        try:
-            return _run_ranks(fn, world_size, args, timeout_s)
-        except _JoinError as failure:
-            if attempt == JOIN_ATTEMPTS:
-                raise RuntimeError(f"{failure} (attempt {attempt} of {JOIN_ATTEMPTS})") from None
-            attempt += 1

@@ -1,9 +1,11 @@
-"""Rotary position embeddings (RoPE), with Llama's conventions.
+"""Rotary position embeddings (RoPE; Su et al., RoFormer), in Hugging Face's layout.
 
 A query or key vector of width ``D`` is cut into ``D / 2`` pairs of coordinates, and
 pair ``i`` is rotated by the angle ``position * theta_i``, with frequencies
-``theta_i = theta ** (-2i / D)`` (``inv_freq``). Llama pairs coordinate ``i`` with
-coordinate ``i + D / 2`` ("rotate half"): with ``x = [x1, x2]`` split in halves,
+``theta_i = theta ** (-2i / D)`` (``inv_freq``). Hugging Face's Llama pairs coordinate
+``i`` with coordinate ``i + D / 2`` ("rotate half"; its checkpoint conversion permutes the
+query and key weight rows to match), where RoFormer, Meta's reference code and llama.cpp
+pair adjacent coordinates ``2i`` and ``2i + 1``. With ``x = [x1, x2]`` split in halves,
 
     rotated = x * cos + rotate_half(x) * sin,   rotate_half(x) = [-x2, x1]
 
@@ -19,7 +21,13 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ._validation import check_floating, check_min_rank, check_positive_int, format_shape
+from ._validation import (
+    check_floating,
+    check_min_rank,
+    check_positive_int,
+    check_same_device,
+    format_shape,
+)
 
 __all__ = ["RotaryEmbedding", "rotate_half"]
 
@@ -41,7 +49,7 @@ def rotate_half(x: Tensor) -> Tensor:
 
 
 class RotaryEmbedding(nn.Module):
-    """Rotate queries and keys by their positions (Llama's rotary embedding).
+    """Rotate queries and keys by their positions (Hugging Face's rotate-half pairing).
 
     Args:
         head_dim: Width ``D`` of each head's vectors; must be even.
@@ -117,7 +125,24 @@ class RotaryEmbedding(nn.Module):
         Shape:
             x: ``(..., T, D)``; positions: ``(T,)``; output: ``(..., T, D)``.
         """
-        x = self._check(x, positions)
+        return self.rotate(self._check(x, positions), positions)
+
+    def rotate(self, x: Tensor, positions: Tensor) -> Tensor:
+        """``forward`` without its checks, for a caller that checked ``x`` already.
+
+        [`GroupedQueryAttention`][attnlab.GroupedQueryAttention] checks its input once
+        and rotates its queries and keys with this.
+
+        Args:
+            x: Vectors, one per position, last dim ``D``, on this module's device.
+            positions: The position of each of the ``T`` vectors.
+
+        Returns:
+            The rotated vectors, in ``x``'s dtype.
+
+        Shape:
+            x: ``(..., T, D)``; positions: ``(T,)``; output: ``(..., T, D)``.
+        """
         cos, sin = self.cos_sin(positions.to(x.device))  # (T, D) each
         rotated = x.float() * cos + rotate_half(x.float()) * sin
         return rotated.to(x.dtype)
@@ -149,6 +174,7 @@ class RotaryEmbedding(nn.Module):
         """Check ``x``'s width and length against ``head_dim`` and ``positions``."""
         x = check_floating("x", x)
         check_min_rank("x", x, 2, "(..., T, D)")
+        check_same_device("x", x, self.inv_freq, "the module's buffers")
         if (
             x.shape[-1] != self.head_dim
             or not isinstance(positions, Tensor)

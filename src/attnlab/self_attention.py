@@ -15,11 +15,10 @@ from ._validation import (
     check_bool,
     check_features,
     check_key_padding_mask,
-    check_module_dtype,
+    check_module_input,
     check_positive_int,
-    check_same_device,
 )
-from .backends import Backend, attend, check_backend
+from .backends import Backend, attend_kernel, check_backend
 from .masks import padding_to_attn_mask
 
 __all__ = ["SelfAttentionV1", "SelfAttentionV2"]
@@ -73,9 +72,18 @@ class SelfAttentionV1(nn.Module):
         queries = x @ self.W_query  # (..., T, d_out)
         keys = x @ self.W_key  # (..., T, d_out)
         values = x @ self.W_value  # (..., T, d_out)
-        return attend(
-            queries, keys, values, attn_mask=attn_mask, backend=self.backend
-        )  # (..., T, d_out)
+        return attend_kernel(
+            queries,
+            keys,
+            values,
+            attn_mask,
+            0.0,
+            False,
+            None,
+            self.backend,
+            batch=tuple(queries.shape[:-2]),
+            group=1,
+        )  # (..., T, d_out); fmt: skip
 
     @classmethod
     def from_v2(cls, v2: SelfAttentionV2) -> SelfAttentionV1:
@@ -158,9 +166,18 @@ class SelfAttentionV2(nn.Module):
         """
         attn_mask = checked_padding_mask(x, self.d_in, key_padding_mask, self.W_query.weight)
         queries, keys, values = self.project(x)  # (..., T, d_out) each
-        return attend(
-            queries, keys, values, attn_mask=attn_mask, backend=self.backend
-        )  # (..., T, d_out)
+        return attend_kernel(
+            queries,
+            keys,
+            values,
+            attn_mask,
+            0.0,
+            False,
+            None,
+            self.backend,
+            batch=tuple(queries.shape[:-2]),
+            group=1,
+        )  # (..., T, d_out); fmt: skip
 
     def project(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Queries, keys and values of ``x``: ``(..., T, d_in)`` to ``(..., T, d_out)`` each."""
@@ -176,12 +193,12 @@ def checked_padding_mask(
 ) -> Tensor | None:
     """Check a module's input and turn its key padding mask into an attention mask.
 
-    Shared by the single-head modules; ``weight`` is one of the module's parameters,
-    whose dtype ``x`` must have. ``None`` when there is no padding mask.
+    The single-head modules' one check of a call; ``weight`` is one of the module's
+    parameters, whose device and dtype ``x`` must have. ``None`` when there is no
+    padding mask.
     """
-    check_module_dtype("x", check_features("x", x, d_in), weight)
+    check_module_input("x", check_features("x", x, d_in), weight)
     if key_padding_mask is None:
         return None
-    mask = check_key_padding_mask(key_padding_mask, tuple(x.shape[:-2]), x.shape[-2], x.dtype)
-    check_same_device("key_padding_mask", mask, x, "x")
+    check_key_padding_mask(key_padding_mask, tuple(x.shape[:-2]), x.shape[-2], x, "x")
     return padding_to_attn_mask(key_padding_mask)  # (..., T) -> (..., 1, T)

@@ -129,7 +129,7 @@ def _bars(page: Any) -> list[str]:
 
 
 def _heatmap(page: Any) -> list[list[str]]:
-    rows = page.locator(".attn-explorer__heatmap tbody tr")
+    rows = page.locator("#attention-explorer .attn-explorer__heatmap tbody tr")
     return [
         [cell.strip() for cell in rows.nth(i).locator("td").all_inner_texts()]
         for i in range(rows.count())
@@ -150,7 +150,7 @@ def test_explorer_opens_on_the_walkthrough_numbers(page: Any, site_url: str) -> 
     assert _bars(page) == expected[1]
     assert _bars(page) == ["0.1385", "0.2379", "0.2333", "0.1240", "0.1082", "0.1581"]
     assert _heatmap(page) == expected
-    selected = page.locator(".attn-explorer__heatmap tbody tr.is-selected")
+    selected = page.locator("#attention-explorer .attn-explorer__heatmap tbody tr.is-selected")
     assert selected.count() == 1
     assert selected.locator("th").inner_text() == "journey"
 

@@ -362,6 +362,182 @@
     root.dataset.ready = "true";
   }
 
+  // --- the real model, SmolLM2 (docs/explorer.md#llm) ---------------------------
+  // data.llm.prompts[p].weights[layer][head][query] is the row over keys 0..query,
+  // stored as integers in units of 1 / data.llm.scale.
+  function buildLlm(root, data) {
+    var llm = data.llm;
+    var scale = llm.scale;
+    var decimals = llm.decimals;
+    var state = { prompt: 0, layer: 18, head: 6, query: 0 };
+    state.query = llm.prompts[0].tokens.length - 1;
+
+    function range(id, max, value) {
+      return el("input", {
+        type: "range",
+        id: id,
+        min: "0",
+        max: String(max),
+        step: "1",
+        value: String(value),
+      });
+    }
+    var select = el("select", { id: "llm-prompt", className: "attn-explorer__select" });
+    llm.prompts.forEach(function (prompt, i) {
+      select.appendChild(el("option", { value: String(i), text: prompt.text }));
+    });
+    var layer = range("llm-layer", llm.layers - 1, state.layer);
+    var layerOut = el("output", { id: "llm-layer-value", for: "llm-layer" });
+    var head = range("llm-head", llm.heads - 1, state.head);
+    var headOut = el("output", { id: "llm-head-value", for: "llm-head" });
+    var controls = el("div", { className: "attn-explorer__controls" }, [
+      el("div", { className: "attn-explorer__control" }, [
+        el("label", { for: "llm-prompt", text: "Prompt" }),
+        select,
+      ]),
+      el("div", { className: "attn-explorer__control" }, [
+        el("label", { for: "llm-layer", text: "Layer" }),
+        layer,
+        layerOut,
+      ]),
+      el("div", { className: "attn-explorer__control" }, [
+        el("label", { for: "llm-head", text: "Head" }),
+        head,
+        headOut,
+      ]),
+    ]);
+    var tokens = el("div", {
+      className: "attn-explorer__tokens",
+      role: "group",
+      "aria-label": "Query token",
+    });
+    var caption = el("p", {
+      className: "attn-explorer__caption",
+      id: "llm-bars-caption",
+      "aria-live": "polite",
+    });
+    var bars = el("div", {
+      className: "attn-explorer__bars",
+      role: "list",
+      "aria-labelledby": "llm-bars-caption",
+    });
+    var table = el("table", { className: "attn-explorer__heatmap" });
+    root.textContent = "";
+    // The matrix can be wider than the page: its scrolling box takes the keyboard focus.
+    var tableWrap = el(
+      "div",
+      {
+        className: "attn-explorer__heatmap-wrap",
+        tabindex: "0",
+        role: "region",
+        "aria-label": "The head's weight matrix (scrolls sideways)",
+      },
+      [table]
+    );
+    [controls, tokens, caption, bars, tableWrap].forEach(function (node) {
+      root.appendChild(node);
+    });
+
+    function shown(token) {
+      return token.replace(/\n/g, "\u21B5");
+    }
+
+    function render() {
+      var prompt = llm.prompts[state.prompt];
+      var words = prompt.tokens.map(shown);
+      if (state.query >= words.length) state.query = words.length - 1;
+      var matrix = prompt.weights[state.layer][state.head];
+      select.value = String(state.prompt);
+      layer.value = String(state.layer);
+      head.value = String(state.head);
+      layerOut.textContent = String(state.layer);
+      headOut.textContent = String(state.head);
+      layer.setAttribute("aria-valuetext", "layer " + state.layer);
+      head.setAttribute("aria-valuetext", "head " + state.head);
+
+      tokens.textContent = "";
+      words.forEach(function (word, i) {
+        var button = el("button", {
+          type: "button",
+          className: "attn-explorer__token",
+          "aria-pressed": String(i === state.query),
+          text: word,
+        });
+        button.addEventListener("click", function () {
+          state.query = i;
+          render();
+        });
+        tokens.appendChild(button);
+      });
+
+      caption.textContent =
+        "Layer " + state.layer + ", head " + state.head + ": where \u201C" +
+        words[state.query].trim() + "\u201D (token " + (state.query + 1) + ") attends";
+      bars.textContent = "";
+      matrix[state.query].forEach(function (value, j) {
+        var weight = value / scale;
+        var fill = el("span", { className: "attn-bar__fill" });
+        fill.style.width = (100 * weight).toFixed(1) + "%";
+        bars.appendChild(
+          el("div", { className: "attn-bar", role: "listitem" }, [
+            el("span", { className: "attn-bar__word", text: words[j] }),
+            el("span", { className: "attn-bar__track", "aria-hidden": "true" }, [fill]),
+            el("span", { className: "attn-bar__value", text: weight.toFixed(decimals) }),
+          ])
+        );
+      });
+
+      table.textContent = "";
+      table.appendChild(
+        el("caption", {
+          text:
+            "All of this head's weights: row = query, column = key; later keys are " +
+            "masked (blank). The selected query's row is outlined.",
+        })
+      );
+      var headRow = el("tr", {}, [el("th", { scope: "col", text: "query \u2193 key \u2192" })]);
+      words.forEach(function (word) {
+        headRow.appendChild(el("th", { scope: "col", text: word }));
+      });
+      table.appendChild(el("thead", {}, [headRow]));
+      var body = el("tbody");
+      words.forEach(function (word, i) {
+        var tr = el("tr", { className: i === state.query ? "is-selected" : "" });
+        tr.appendChild(el("th", { scope: "row", text: word }));
+        words.forEach(function (_, j) {
+          if (j > i) {
+            tr.appendChild(el("td", { className: "is-masked", text: "" }));
+            return;
+          }
+          var weight = matrix[i][j] / scale;
+          var td = el("td", { text: weight.toFixed(2) });
+          var pct = Math.round(Math.sqrt(weight) * HEAT_MAX);
+          td.style.backgroundColor =
+            "color-mix(in srgb, var(--attn-color) " + pct + "%, transparent)";
+          tr.appendChild(td);
+        });
+        body.appendChild(tr);
+      });
+      table.appendChild(body);
+    }
+
+    select.addEventListener("change", function () {
+      state.prompt = Number(select.value);
+      state.query = llm.prompts[state.prompt].tokens.length - 1;
+      render();
+    });
+    layer.addEventListener("input", function () {
+      state.layer = Number(layer.value);
+      render();
+    });
+    head.addEventListener("input", function () {
+      state.head = Number(head.value);
+      render();
+    });
+    render();
+    root.dataset.ready = "true";
+  }
+
   // The data is inlined by the build when it can be (works from file://); else fetched.
   function loadData(link) {
     var inline = document.getElementById("explorer-data");
@@ -375,19 +551,23 @@
   function init() {
     var root = document.getElementById("attention-explorer");
     var recallRoot = document.getElementById("recall-explorer");
-    if ((!root || root.dataset.ready) && (!recallRoot || recallRoot.dataset.ready)) return;
+    var llmRoot = document.getElementById("llm-explorer");
+    var roots = [root, recallRoot, llmRoot];
+    if (roots.every(function (node) { return !node || node.dataset.ready; })) return;
     var link = document.getElementById("explorer-data-link");
     if (!link) {
-      (root || recallRoot).textContent = "The explorer's data link is missing from this page.";
+      (root || recallRoot || llmRoot).textContent =
+        "The explorer's data link is missing from this page.";
       return;
     }
     loadData(link)
       .then(function (data) {
         if (root && !root.dataset.ready) build(root, data);
         if (recallRoot && !recallRoot.dataset.ready) buildRecall(recallRoot, data);
+        if (llmRoot && !llmRoot.dataset.ready) buildLlm(llmRoot, data);
       })
       .catch(function (error) {
-        [root, recallRoot].forEach(function (node) {
+        roots.forEach(function (node) {
           if (node) node.textContent = "Could not load the explorer's data: " + error.message;
         });
       });

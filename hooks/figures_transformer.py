@@ -1,0 +1,340 @@
+"""The figures of "Toward the transformer": masks, heads, cross-attention, a model learning.
+
+Each figure is registered with ``@figure`` (``hooks/figure_registry.py``) and drawn
+by the figures hook (``hooks/figures.py``); ``diagram=True`` marks a conceptual diagram
+in the role colours of ``attnlab.diagrams``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from figure_kit import seeded, side_by_side
+from figure_registry import figure
+from matplotlib.figure import Figure
+
+import attnlab
+import attnlab.recall
+from attnlab import diagrams, examples, plot
+
+
+@figure("causal-mask")
+def causal_mask() -> Figure:
+    """The causal mask of a six-token sentence: query i may attend to keys j <= i."""
+    words = examples.your_journey().words
+    return plot.plot_mask(attnlab.causal_mask(6), words, title="causal_mask(6)")
+
+
+@figure("causal-weights")
+def causal_weights() -> Figure:
+    """``SelfAttentionV2(3, 2)`` weights (seed 789) on "Your journey…", unmasked and causal."""
+
+    def build() -> Figure:
+        words, inputs = examples.your_journey()
+        module = attnlab.SelfAttentionV2(3, 2)
+        with torch.no_grad():
+            queries, keys = module.W_query(inputs), module.W_key(inputs)  # (6, 2) each
+            full = attnlab.attention_weights(queries, keys)  # (6, 6)
+            causal = attnlab.attention_weights(queries, keys, is_causal=True)  # (6, 6)
+        fig, (left, right) = side_by_side(10.0, 4.0)
+        plot.plot_attention(
+            full, words, words, ax=left, vmin=0, vmax=1, colorbar=False, title="no mask"
+        )
+        plot.plot_attention(
+            causal, words, words, ax=right, vmin=0, vmax=1, title="causal: keys j <= i only"
+        )
+        return fig
+
+    return seeded(789, build)
+
+
+@figure("multi-head")
+def multi_head() -> Figure:
+    """Per-head weights of the multi-head chapter's three stacked heads (seed 123)."""
+
+    def build() -> Figure:
+        sentence = examples.life_is_short()
+        inputs = sentence.inputs  # (6, 16)
+        torch.rand(24, 16), torch.rand(24, 16), torch.rand(28, 16)  # the single-head draws
+        W_query = torch.rand(3, 24, 16)  # (H, d_q, d)
+        W_key = torch.rand(3, 24, 16)  # (H, d_k, d)
+        queries = inputs @ W_query.transpose(-2, -1)  # (6, 16) @ (3, 16, 24) -> (3, 6, 24)
+        keys = inputs @ W_key.transpose(-2, -1)  # (3, 6, 24)
+        attn_weights = attnlab.attention_weights(queries, keys)  # (3, 6, 6), scale 1/sqrt(24)
+        return plot.plot_heads(attn_weights, sentence.words)
+
+    return seeded(123, build)
+
+
+@figure("cross-attention")
+def cross_attention() -> Figure:
+    """Cross-attention weights from "Life is short…" to the 8 tokens of ``second_sequence()``.
+
+    The tutorial's weights of the cross-attention chapter: ``W_query`` and ``W_key`` of
+    shape ``(24, 16)`` drawn under seed 123, as in its by-hand block.
+    """
+
+    def build() -> Figure:
+        sentence = examples.life_is_short()
+        context = examples.second_sequence()  # (S, d) = (8, 16)
+        W_query, W_key = torch.rand(24, 16), torch.rand(24, 16)  # (d_q, d), (d_k, d)
+        queries = sentence.inputs @ W_query.transpose(-2, -1)  # (6, 24)
+        keys = context @ W_key.transpose(-2, -1)  # (8, 24)
+        attn_weights = attnlab.attention_weights(queries, keys)  # (6, 8), scale 1/sqrt(24)
+        return plot.plot_attention(
+            attn_weights,
+            sentence.words,
+            [f"c{j + 1}" for j in range(8)],
+            xlabel="context token (key)",
+            ylabel="query token",
+            title="queries from sentence 1, keys from sequence 2",
+        )
+
+    return seeded(123, build)
+
+
+def _recall_rows(batch: attnlab.recall.RecallBatch) -> list[str]:
+    task = attnlab.recall.RecallTask()
+    return [
+        f"{task.key_name(int(q))}? -> {int(t)}"
+        for q, t in zip(batch.query, batch.target, strict=True)
+    ]
+
+
+@figure("recall-model", diagram=True)
+def recall_model() -> Figure:
+    """The trained recall model answering the chapter's first example, as a lookup diagram."""
+    from attnlab import recall
+
+    _, trained, _ = recall.trained_recall_model()
+    batch = recall.example_batch()
+    task, real = trained.task, int(batch.present[0].sum())
+    with torch.no_grad():
+        logits, attn_weights = trained(batch)
+    return plot.plot_retrieval(
+        f"{task.key_name(int(batch.query[0]))} ?",
+        [task.key_name(int(k)) for k in batch.keys[0, :real]],
+        [str(int(v)) for v in batch.values[0, :real]],
+        attn_weights[0, :real],
+        f"answer {int(logits[0].argmax())}",
+        title="trained: " + recall.describe(task, batch),
+    )
+
+
+@figure("recall-loss")
+def recall_loss() -> Figure:
+    """Training loss of the chapter's recall model."""
+    from attnlab import recall
+
+    _, _, history = recall.trained_recall_model()
+    return plot.plot_loss(history.loss, title="associative recall, seed 0")
+
+
+@figure("recall-attention")
+def recall_attention() -> Figure:
+    """Query attention over the slots of six held-out sequences, before and after training."""
+    from attnlab import recall
+
+    untrained, trained, _ = recall.trained_recall_model()
+    batch = recall.held_out_batch(6)
+    rows, slots = _recall_rows(batch), [str(j + 1) for j in range(batch.keys.shape[1])]
+    fig, (left, right) = side_by_side(11.0, 3.6)
+    with torch.no_grad():
+        for ax, model, title in [(left, untrained, "before training"), (right, trained, "after")]:
+            plot.plot_attention(
+                model(batch)[1], rows, slots, ax=ax, vmin=0, vmax=1, colorbar=ax is right,
+                xlabel="slot (stored pair)", ylabel="question", title=title,
+            )  # fmt: skip
+    return fig
+
+
+@figure("recall-scores")
+def recall_scores() -> Figure:
+    """Scores between question letters and stored key letters, before and after training."""
+    from attnlab import recall
+
+    untrained, trained, _ = recall.trained_recall_model()
+    letters = [trained.task.key_name(k) for k in range(trained.task.num_keys)]
+    before, after = recall.key_query_scores(untrained), recall.key_query_scores(trained)
+    low, high = float(min(before.min(), after.min())), float(max(before.max(), after.max()))
+    fig, (left, right) = side_by_side(11.0, 5.0)
+    for ax, scores, title in [(left, before, "before training"), (right, after, "after")]:
+        plot.plot_attention(
+            scores, letters, letters, ax=ax, annotate=False, vmin=low, vmax=high,
+            colorbar=ax is right, xlabel="stored key", ylabel="question", title=title,
+        )  # fmt: skip
+    return fig
+
+
+@figure("causal-row", diagram=True)
+def causal_row() -> Figure:
+    """Row 3 ("starts") of ``SelfAttentionV2(3, 2)`` (seed 789): mask, −∞, renormalised softmax."""
+
+    def build() -> Figure:
+        words, inputs = examples.your_journey()
+        module = attnlab.SelfAttentionV2(3, 2)
+        with torch.no_grad():
+            attn_scores = attnlab.attention_scores(module.W_query(inputs), module.W_key(inputs))
+        row = 2
+        scores = attn_scores[row] / math.sqrt(2)  # (6,) scaled scores of "starts"
+        allowed = attnlab.causal_mask(6)[row]  # (6,) True = may attend
+        masked = scores.masked_fill(~allowed, float("-inf"))
+        fig, ax = diagrams.canvas(8.0, 4.6)
+        cell = (1.7, 0.8)
+        steps = [
+            ("scores / √2", scores, None, 2, "weights"),
+            ("causal mask", allowed.float(), None, 0, "input"),
+            ("masked", masked, ~allowed, 2, "weights"),
+            ("softmax", attnlab.softmax(masked), ~allowed, 3, "weights"),
+            ("no mask", attnlab.softmax(scores), None, 3, "masked"),
+        ]
+        bounds = []
+        for k, (name, values, hide, decimals, role) in enumerate(steps):
+            y = (len(steps) - 1 - k) * 1.4
+            b = diagrams.matrix(
+                ax,
+                values,
+                (0, y),
+                role=role,
+                decimals=decimals,
+                cell=cell,
+                fontsize="small",
+                masked=hide,
+                masked_text="−∞" if k == 2 else "0",
+                col_labels=list(words) if k == 0 else None,
+            )
+            diagrams.label(ax, (b.right + 0.3, y + 0.4), name, ha="left", fontsize="medium")
+            bounds.append(b)
+        diagrams.fit(ax, *bounds, diagrams.Bounds(0, 0, bounds[0].right + 3.4, 7.2))
+        return fig
+
+    return seeded(789, build)
+
+
+@figure("head-split", diagram=True)
+def head_split() -> Figure:
+    """``MultiHeadAttention(3, 4, num_heads=2)`` (seed 123): (B, T, d_out) → (B, H, T, D) → back."""
+
+    def build() -> Figure:
+        _, inputs = examples.your_journey()
+        module = attnlab.MultiHeadAttention(d_in=3, d_out=4, num_heads=2)
+        x = inputs.unsqueeze(0)  # (B, T, d_in) = (1, 6, 3)
+        with torch.no_grad():
+            queries = module.W_query(x)  # (1, 6, 4)
+            keys = module.W_key(x)  # (1, 6, 4)
+            values = module.W_value(x)  # (1, 6, 4)
+            # the module's own seams: (B, T, d_out) -> (B, H, T, D), attend, and back
+            split = [module.split_heads(t) for t in (queries, keys, values)]  # (1, 2, 6, 2)
+            context_vecs, _ = module.attend_heads(split[0], split[1], split[2])  # (1, 2, 6, 2)
+            merged = module.merge_heads(context_vecs)  # (1, 6, 4)
+        fig, ax = diagrams.canvas(8.0, 4.4)
+        cell = (1.25, 0.7)
+        q = diagrams.matrix(
+            ax,
+            queries[0],
+            (0, 0),
+            role="queries",
+            decimals=2,
+            cell=cell,
+            fontsize="small",
+            title="queries (1, 6, 4)",
+        )
+        heads = []
+        for h in range(2):
+            heads.append(
+                diagrams.matrix(
+                    ax,
+                    split[0][0, h],
+                    (8.5 + 3.8 * h, 0),
+                    role="queries",
+                    decimals=2,
+                    cell=cell,
+                    fontsize="small",
+                    title=f"head {h + 1}",
+                )
+            )
+        outs = []
+        for h in range(2):
+            outs.append(
+                diagrams.matrix(
+                    ax,
+                    context_vecs[0, h],
+                    (8.5 + 3.8 * h, -6.6),
+                    role="output",
+                    decimals=2,
+                    cell=cell,
+                    fontsize="small",
+                    title=f"head {h + 1}",
+                )
+            )
+        m = diagrams.matrix(
+            ax,
+            merged[0],
+            (0, -6.6),
+            role="output",
+            decimals=2,
+            cell=cell,
+            fontsize="small",
+            title="merged (1, 6, 4)",
+        )
+        diagrams.arrow(ax, q.right_mid, heads[0].left_mid)
+        diagrams.label(
+            ax, ((q.right + heads[0].left) / 2, 2.6), "view,\ntranspose", fontsize="small"
+        )
+        diagrams.label(ax, (11.0, 5.4), "(1, 2, 6, 2) = (B, H, T, D)")
+        for h in range(2):
+            diagrams.arrow(
+                ax,
+                heads[h].bottom_mid,
+                (outs[h].left + 1.25, outs[h].top + 0.6),
+                "attend" if h == 0 else None,
+                offset=-0.4,
+            )
+        diagrams.arrow(ax, outs[0].left_mid, m.right_mid)
+        diagrams.label(
+            ax, ((m.right + outs[0].left) / 2, -4.2), "transpose,\nreshape", fontsize="small"
+        )
+        diagrams.fit(ax, q, *heads, *outs, m, diagrams.Bounds(0, -6.6, 16.0, 5.8), margin=0.6)
+        return fig
+
+    return seeded(123, build)
+
+
+@figure("cross-attention-diagram", diagram=True)
+def cross_attention_diagram() -> Figure:
+    """Query "short" of sentence 1 attends to ``second_sequence()`` (CrossAttention, seed 123)."""
+
+    def build() -> Figure:
+        sentence = examples.life_is_short()
+        context = examples.second_sequence()  # (S, d) = (8, 16)
+        module = attnlab.CrossAttention(d_in=16, d_context=16, d_out=16, num_heads=1)
+        with torch.no_grad():
+            queries = module.W_query(sentence.inputs)  # (6, 16)
+            keys = module.W_key(context)  # (8, 16)
+        attn_weights = attnlab.attention_weights(queries, keys)  # (6, 8)
+        row = 2  # "short"
+        fig, ax = diagrams.canvas(8.0, 4.6)
+        ink = diagrams.text_colour()
+        for i, word in enumerate(sentence.words):
+            y = 7 - i * 1.4
+            diagrams.operator(ax, (1.0, y), word, role="queries", size=(2.0, 0.9))
+        for j in range(8):
+            y = 8 - j
+            diagrams.operator(ax, (10.0, y), f"c{j + 1}", role="keys", size=(1.6, 0.8))
+            weight = float(attn_weights[row, j])
+            ax.plot(
+                [2.0, 9.2],
+                [7 - row * 1.4, y],
+                color=diagrams.ROLE_COLOURS["weights"],
+                linewidth=0.5 + 8 * weight,
+                solid_capstyle="round",
+            )
+            ax.text(11.0, y, f"{weight:.2f}", ha="left", va="center", color=ink, fontsize="medium")
+        diagrams.label(ax, (1.0, 8.4), "sentence 1 (queries)")
+        diagrams.label(ax, (10.0, 9.0), "sequence 2 (keys)")
+        diagrams.label(ax, (11.0, 9.0), "            weight", ha="left")
+        diagrams.fit(ax, diagrams.Bounds(-0.2, -0.5, 14.0, 9.5), margin=0.1)
+        return fig
+
+    return seeded(123, build)

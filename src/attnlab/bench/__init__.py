@@ -1,0 +1,59 @@
+"""Benchmark: explicit attention, ``flash_attention`` and PyTorch's kernels, side by side.
+
+It needs the ``bench`` extra (tqdm, matplotlib, numpy)::
+
+    python -m attnlab.bench               # the forward sweep, written to ./forward.json
+    python -m attnlab.bench --quick       # tiny sizes, to check that everything runs
+    python -m attnlab.bench --decode --window --output DIR   # other runs, into DIR
+    python -m attnlab.bench --all --output src/attnlab/results   # `make bench`
+
+Each run writes ``<name>.json`` into ``--output`` (default: the current directory).
+The recorded results the docs print and plot ship inside the package, as
+``attnlab/results/<name>.json``; [`load_results`][attnlab.bench.load_results] reads them
+by name, from a checkout or from an installed wheel alike, and ``attnlab.plot``
+(``plot_sweep``, ``plot_decode``, ``plot_window``) draws them. The runs, one entry each of
+[`SUITES`][attnlab.bench.SUITES]:
+
+* ``forward`` (the default): the forward sweep of every attention path
+  ([`run_benchmark`][attnlab.bench.run_benchmark]);
+* ``backward`` (``--backward``): forward+backward memory and backward time;
+* ``ring`` (``--ring``): ring attention's memory per rank;
+* ``decode`` (``--decode``): decoding token by token through a ``KVCache`` against
+  recomputing the prefix at every step, and the KV cache's bytes per token;
+* ``window`` (``--window``): sliding-window flash attention against full causal flash
+  attention as ``T`` grows;
+* ``llm`` (``--llm``): SmolLM2-135M on attnlab's attention (``attnlab.llama``) against
+  transformers' Llama on the same weights: load time, prefill and decode tokens per
+  second, and decoding 256 tokens with the KV cache against recomputing (needs the
+  ``llm`` and ``hf`` extras).
+
+The package's rooms: ``results`` (the recorded runs and reading them), ``measure``
+(time, peak extra memory, a fresh process per configuration), one module per suite,
+``suites`` (the table) and ``__main__`` (the command line).
+"""
+
+from __future__ import annotations
+
+from .backward import run_backward_benchmark
+from .decode import kv_cache_sizes, run_decode_benchmark
+from .forward import METHODS, MODULE_METHODS, run_benchmark
+from .results import RESULT_NAMES, load_results, results_file
+from .ring_memory import run_ring_memory
+from .suites import SUITES, Suite
+from .window import run_window_benchmark
+
+__all__ = [
+    "METHODS",
+    "MODULE_METHODS",
+    "RESULT_NAMES",
+    "SUITES",
+    "Suite",
+    "kv_cache_sizes",
+    "load_results",
+    "results_file",
+    "run_backward_benchmark",
+    "run_benchmark",
+    "run_decode_benchmark",
+    "run_ring_memory",
+    "run_window_benchmark",
+]

@@ -1,0 +1,67 @@
+"""The recorded benchmark results that ship with the package, and reading them back.
+
+The recorded runs are ``attnlab/results/<name>.json``, one per suite of
+[`SUITES`][attnlab.bench.SUITES]; [`load_results`][attnlab.bench.load_results] reads
+them by name, from a checkout or from an installed wheel alike, or reads a file the
+command line wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+from .suites import SUITES
+
+__all__ = ["RESULT_NAMES", "load_results", "results_file"]
+
+RESULT_NAMES: tuple[str, ...] = tuple(SUITES)
+"""The recorded runs, by name (one per suite): each is ``attnlab/results/<name>.json``."""
+
+
+def results_file(name: str) -> Traversable:
+    """The recorded results file of run ``name``, inside the installed package.
+
+    Read through ``importlib.resources``, so it is found wherever the package is: a
+    checkout's ``src/attnlab/results/`` or an installed wheel.
+
+    Args:
+        name: One of ``RESULT_NAMES``.
+
+    Returns:
+        The file, as an ``importlib.resources`` traversable (``read_text()`` reads it).
+    """
+    if name not in RESULT_NAMES:
+        raise ValueError(f"name must be one of {', '.join(RESULT_NAMES)}; got {name!r}")
+    return resources.files("attnlab") / "results" / f"{name}.json"
+
+
+def load_results(source: str | os.PathLike[str] = "forward") -> dict[str, Any]:
+    """Read benchmark results: a recorded run by name, or a file the command line wrote.
+
+    Args:
+        source: A name in ``RESULT_NAMES`` (the recorded run the docs show; by default
+            the forward sweep), or the path of a JSON file written by
+            ``python -m attnlab.bench``.
+
+    Returns:
+        The results, as the run's ``run_*`` function returned them (for ``forward``,
+        the keys ``machine``, ``matmul_gflops``, ``sweep``, ``modules`` and
+        ``large_run``; ``sweep`` has one entry per method, ``T`` and ``causal``).
+    """
+    if isinstance(source, str) and source in RESULT_NAMES:
+        text = results_file(source).read_text(encoding="utf-8")
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise ValueError(
+                f"source must be one of {', '.join(RESULT_NAMES)} or a results file; "
+                f"got {str(source)!r}"
+            )
+        text = path.read_text(encoding="utf-8")
+    results: dict[str, Any] = json.loads(text)
+    return results

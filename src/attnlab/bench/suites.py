@@ -1,0 +1,65 @@
+"""The table of benchmark suites: one entry per run, the command line's flag included.
+
+Each suite is one entry of [`SUITES`][attnlab.bench.SUITES]: its name (the flag
+``--<name>`` of ``python -m attnlab.bench``, and the recorded file
+``attnlab/results/<name>.json``), the function that runs it and the flag's help. A new
+suite is one module beside these and one entry here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .backward import run_backward_benchmark
+from .decode import run_decode_benchmark
+from .forward import run_benchmark
+from .llm import run_llm_benchmark
+from .ring_memory import run_ring_memory
+from .window import run_window_benchmark
+
+__all__ = ["SUITES", "Suite"]
+
+
+@dataclass(frozen=True)
+class Suite:
+    """One benchmark run that the command line can choose.
+
+    Attributes:
+        run: ``run(quick, progress)`` returns the results that are written as JSON;
+            ``quick`` asks for tiny sizes (a smoke test), ``progress`` for a progress
+            bar where the suite has one.
+        help: What the run measures, for ``--help``.
+    """
+
+    run: Callable[[bool, bool], dict[str, Any]]
+    help: str
+
+
+def _ring(quick: bool, progress: bool) -> dict[str, Any]:
+    """The ring suite: small ``T`` and two world sizes when ``quick``."""
+    return run_ring_memory(T=256, world_sizes=(1, 2)) if quick else run_ring_memory()
+
+
+SUITES: dict[str, Suite] = {
+    "forward": Suite(run_benchmark, "the forward sweep of every attention path"),
+    "backward": Suite(
+        lambda quick, progress: run_backward_benchmark(quick),
+        "forward+backward memory and backward time",
+    ),
+    "ring": Suite(_ring, "ring attention's memory per rank"),
+    "decode": Suite(
+        lambda quick, progress: run_decode_benchmark(quick),
+        "KV-cached decoding against recomputing the prefix",
+    ),
+    "window": Suite(
+        lambda quick, progress: run_window_benchmark(quick),
+        "sliding-window flash attention against causal flash attention",
+    ),
+    "llm": Suite(
+        lambda quick, progress: run_llm_benchmark(quick),
+        "SmolLM2-135M on attnlab against transformers; cached against recomputed decoding",
+    ),
+}
+"""Every suite, by name, in the order ``--all`` runs them; ``forward`` is the default."""

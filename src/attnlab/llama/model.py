@@ -1,0 +1,440 @@
+"""A Llama-architecture decoder built from the package's own attention.
+
+The pieces, in the order a token meets them:
+
+* ``embed``: token ids to vectors of width ``d_model``;
+* ``num_layers`` [`DecoderBlock`][attnlab.llama.DecoderBlock]s, each
+  RMSNorm -> grouped-query attention -> residual -> RMSNorm -> SwiGLU -> residual;
+* a final [`RMSNorm`][attnlab.llama.RMSNorm], then the logits: the dot product with
+  every token's embedding (the embeddings are *tied*: one matrix reads tokens in and
+  scores them out).
+
+The attention is [`GroupedQueryAttention`][attnlab.GroupedQueryAttention] with rotary
+positions and a [`KVCache`][attnlab.KVCache] per layer, as the earlier chapters built it;
+[`LlamaAttention`][attnlab.llama.LlamaAttention] only adds two ways to look inside:
+returning each query head's attention weights, and switching heads off (ablation).
+
+Shape legend: ``B`` batch, ``T`` new tokens, ``S`` keys (cached ones included),
+``H`` query heads, ``Hkv`` key/value heads, ``D`` head width, ``V`` vocabulary size.
+Token ids are ``int64`` of shape ``(T,)`` or ``(B, T)``; a 1-D input gives outputs
+without the batch axis only where documented (``generate``); ``forward`` always
+returns a batch axis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .._validation import check_features, check_module_input, format_shape
+from ..gqa import GroupedQueryAttention
+from ..kv_cache import KVCache
+
+__all__ = [
+    "DecoderBlock",
+    "LlamaAttention",
+    "LlamaConfig",
+    "LlamaModel",
+    "RMSNorm",
+    "SwiGLU",
+]
+
+
+@dataclass(frozen=True)
+class LlamaConfig:
+    """The sizes of a Llama-architecture model (defaults: SmolLM2-135M).
+
+    Attributes:
+        vocab_size: Tokens in the vocabulary ``V``.
+        d_model: Width of every token's vector (``hidden_size``).
+        num_layers: Decoder blocks.
+        num_heads: Query heads ``H`` per layer.
+        num_kv_heads: Key/value heads ``Hkv`` per layer, shared by ``H // Hkv`` query
+            heads each.
+        head_dim: Width ``D`` of a head.
+        ffn_dim: Hidden width of the SwiGLU feed-forward (``intermediate_size``).
+        rope_theta: Base of the rotary frequencies.
+        rms_eps: The epsilon inside RMSNorm's square root.
+        context_length: The longest sequence the model was trained for.
+        bos_token_id: Id of the beginning-of-sequence token.
+        eos_token_id: Id of the end-of-sequence token (``<|im_end|>`` for SmolLM2).
+    """
+
+    vocab_size: int = 49152
+    d_model: int = 576
+    num_layers: int = 30
+    num_heads: int = 9
+    num_kv_heads: int = 3
+    head_dim: int = 64
+    ffn_dim: int = 1536
+    rope_theta: float = 100000.0
+    rms_eps: float = 1e-5
+    context_length: int = 8192
+    bos_token_id: int = 1
+    eos_token_id: int = 2
+
+
+class RMSNorm(nn.Module):
+    """Root-mean-square normalisation: ``weight * x / sqrt(mean(x**2) + eps)``.
+
+    LayerNorm without the mean subtraction and the bias; computed in float32.
+
+    Args:
+        d_model: Width of the vectors.
+        eps: Added under the square root.
+
+    Shape:
+        x: ``(..., d_model)``; output: the same.
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Scale each vector to unit root mean square, then by ``weight``."""
+        x32 = x.float()
+        mean_square = x32.pow(2).mean(-1, keepdim=True)  # (..., 1)
+        return self.weight * (x32 * torch.rsqrt(mean_square + self.eps)).to(x.dtype)
+
+
+class SwiGLU(nn.Module):
+    """Llama's feed-forward: ``down(silu(gate(x)) * up(x))``.
+
+    Args:
+        d_model: Width of the tokens.
+        ffn_dim: Hidden width.
+
+    Shape:
+        x: ``(..., d_model)``; output: the same.
+    """
+
+    def __init__(self, d_model: int, ffn_dim: int) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(d_model, ffn_dim, bias=False)
+        self.up_proj = nn.Linear(d_model, ffn_dim, bias=False)
+        self.down_proj = nn.Linear(ffn_dim, d_model, bias=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """The gated hidden layer, projected back to ``d_model``."""
+        hidden = F.silu(self.gate_proj(x)) * self.up_proj(x)  # (..., ffn_dim)
+        output: Tensor = self.down_proj(hidden)  # (..., d_model)
+        return output
+
+
+class LlamaAttention(GroupedQueryAttention):
+    """[`GroupedQueryAttention`][attnlab.GroupedQueryAttention] that can show and ablate heads.
+
+    The same seams in the same order (project, ``split_heads``, rotary
+    ``position_queries_keys``, the cache, ``attend_heads``, ``merge_heads``, ``o_proj``);
+    two additions:
+
+    * ``need_weights=True`` also returns each query head's attention weights (the
+      explicit path computes them; shared key/value heads are repeated per query head);
+    * ``ablate_heads`` zeroes the chosen query heads' context vectors before the output
+      projection: those heads then contribute nothing to the layer's output.
+
+    Shape:
+        x: ``(B, T, d_model)`` or ``(T, d_model)``; output: the same; weights:
+        ``(B, H, T, S)`` (``(H, T, S)`` unbatched).
+    """
+
+    def forward(  # type: ignore[override]
+        self,
+        x: Tensor,
+        cache: KVCache | None = None,
+        ablate_heads: Iterable[int] = (),
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Attend causally over ``x`` after the cached positions.
+
+        Args:
+            x: The new tokens (already normalised).
+            cache: This layer's keys and values so far; the chunk's are appended.
+            ablate_heads: Query heads (``0 .. H-1``) whose outputs are zeroed.
+            need_weights: Also return the attention weights.
+
+        Returns:
+            ``(output, attn_weights)``; the weights are ``None`` unless asked for.
+
+        Shape:
+            x: ``(B, T, d_model)``; output: ``(B, T, d_model)``; attn_weights:
+            ``(B, H, T, S)`` with ``S = len(cache) + T``.
+        """
+        x = check_features("x", x, self.d_model, width_name="d_model")
+        check_module_input("x", x, self.q_proj.weight)
+        if cache is not None and not isinstance(cache, KVCache):
+            raise TypeError(f"cache must be a KVCache or None; got {type(cache).__name__}")
+        T = x.shape[-2]
+        past = 0 if cache is None else len(cache)
+        queries = self.split_heads(self.q_proj(x))  # (B, T, H * D) -> (B, H, T, D)
+        keys = self.split_heads(self.k_proj(x))  # (B, T, Hkv * D) -> (B, Hkv, T, D)
+        values = self.split_heads(self.v_proj(x))  # (B, Hkv, T, D)
+        queries, keys = self.position_queries_keys(queries, keys, offset=past)  # rotated
+        if cache is not None:
+            keys, values = cache.append(keys, values)  # (B, Hkv, S, D)
+        mask, is_causal = self._mask(T, keys.shape[-2], x.device)
+        context_vecs, attn_weights = self.attend_heads(
+            queries, keys, values, mask, is_causal, need_weights=need_weights
+        )  # (B, H, T, D), (B, H, T, S) or None
+        heads = sorted(set(ablate_heads))
+        if heads:
+            context_vecs = context_vecs.clone()
+            context_vecs[..., heads, :, :] = 0.0  # those heads add nothing to o_proj's input
+        output: Tensor = self.o_proj(self.merge_heads(context_vecs))  # (B, T, d_model)
+        return output, attn_weights
+
+
+class DecoderBlock(nn.Module):
+    """One Llama layer: pre-norm attention and pre-norm SwiGLU, each added back.
+
+    Args:
+        config: The model's sizes.
+
+    Shape:
+        x: ``(B, T, d_model)``; output: the same.
+    """
+
+    def __init__(self, config: LlamaConfig) -> None:
+        super().__init__()
+        c = config
+        self.attn_norm = RMSNorm(c.d_model, c.rms_eps)
+        self.attn = LlamaAttention(c.d_model, c.num_heads, c.num_kv_heads, c.head_dim, c.rope_theta)
+        self.ffn_norm = RMSNorm(c.d_model, c.rms_eps)
+        self.ffn = SwiGLU(c.d_model, c.ffn_dim)
+
+    def forward(
+        self,
+        x: Tensor,
+        cache: KVCache | None = None,
+        ablate_heads: Iterable[int] = (),
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """The block's output and (if asked) its attention weights."""
+        attn_out, attn_weights = self.attn(self.attn_norm(x), cache, ablate_heads, need_weights)
+        x = x + attn_out  # residual: (B, T, d_model)
+        x = x + self.ffn(self.ffn_norm(x))  # residual: (B, T, d_model)
+        return x, attn_weights
+
+
+class LlamaModel(nn.Module):
+    """A Llama-architecture causal language model (tied embeddings).
+
+    ``model(input_ids)`` returns the logits of the next token after every position.
+    ``model(input_ids, return_attention=True)`` also returns every layer's attention
+    weights; ``model(input_ids, ablate={layer: [head, ...]})`` runs with those query
+    heads switched off (layers and heads counted from zero).
+    ``model.generate(input_ids, max_new_tokens=N)`` continues the text through one
+    [`KVCache`][attnlab.KVCache] per layer.
+
+    Args:
+        config: The sizes; [`load_smollm2`][attnlab.llama.load_smollm2] builds one
+            with trained weights.
+
+    Shape:
+        input_ids: ``(T,)`` or ``(B, T)``, int64; logits: ``(B, T, V)`` (``B = 1`` for
+        1-D input); attention: ``num_layers`` tensors of ``(B, H, T, S)``.
+    """
+
+    def __init__(self, config: LlamaConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.vocab_size, config.d_model)
+        self.layers = nn.ModuleList(DecoderBlock(config) for _ in range(config.num_layers))
+        self.norm = RMSNorm(config.d_model, config.rms_eps)
+
+    def new_cache(self) -> list[KVCache]:
+        """An empty [`KVCache`][attnlab.KVCache] for each layer, for ``forward(..., cache=)``."""
+        return [KVCache() for _ in self.layers]
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        *,
+        cache: list[KVCache] | None = None,
+        return_attention: bool = False,
+        ablate: Mapping[int, Iterable[int]] | None = None,
+    ) -> Tensor | tuple[Tensor, list[Tensor]]:
+        """The next-token logits after every position of ``input_ids``.
+
+        Args:
+            input_ids: Token ids.
+            cache: Optional list of one cache per layer (``new_cache()``); the ids
+                are then the positions after the cached ones, and their keys and
+                values are appended.
+            return_attention: Also return each layer's attention weights.
+            ablate: ``{layer: [head, ...]}``: zero those query heads' context vectors
+                (before the output projection) in those layers.
+
+        Returns:
+            ``logits``, or ``(logits, attention)`` with ``return_attention``.
+
+        Shape:
+            input_ids: ``(T,)`` or ``(B, T)``; logits: ``(B, T, V)``; attention:
+            a list of ``num_layers`` tensors ``(B, H, T, S)``, ``S = past + T``.
+        """
+        ids = self.check_ids("input_ids", input_ids)
+        past = self._check_cache(cache)
+        if past + ids.shape[1] > self.config.context_length:
+            raise ValueError(
+                f"input_ids must fit the context of {self.config.context_length} tokens; "
+                f"got {ids.shape[1]} new tokens after {past} cached"
+            )
+        heads_off = self._check_ablate(ablate)
+        x = self.embed(ids)  # (B, T) -> (B, T, d_model)
+        attention: list[Tensor] = []
+        for i, layer in enumerate(self.layers):
+            layer_cache = None if cache is None else cache[i]
+            x, weights = layer(x, layer_cache, heads_off.get(i, ()), return_attention)
+            if weights is not None:
+                attention.append(weights)  # (B, H, T, S)
+        logits = self.norm(x) @ self.embed.weight.transpose(-2, -1)  # (B, T, V), tied
+        return (logits, attention) if return_attention else logits
+
+    @torch.no_grad()
+    def generate(
+        self,
+        input_ids: Tensor,
+        max_new_tokens: int,
+        *,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        stop_at_eos: bool = False,
+    ) -> Tensor:
+        """Continue ``input_ids`` by ``max_new_tokens`` tokens, one at a time.
+
+        The prompt is read in one forward pass that fills one
+        [`KVCache`][attnlab.KVCache] per layer; each new token then costs one pass
+        over that token alone. ``temperature=0`` picks the most likely token (greedy);
+        a positive temperature samples from ``softmax(logits / temperature)`` with a
+        ``torch.Generator`` seeded by ``seed`` (the same seed, the same text).
+
+        Args:
+            input_ids: The prompt's ids.
+            max_new_tokens: Tokens to add (at most; see ``stop_at_eos``).
+            temperature: 0 for greedy decoding, else the sampling temperature.
+            seed: Seed of the sampling generator (``None``: a fresh random one).
+            stop_at_eos: Stop once every row has produced ``eos_token_id``; a row
+                that ended earlier is padded with it.
+
+        Returns:
+            The prompt followed by the new tokens.
+
+        Shape:
+            input_ids: ``(T,)`` or ``(B, T)``; output: ``(T + N,)`` or ``(B, T + N)``
+            with ``N <= max_new_tokens``.
+        """
+        ids = self.check_ids("input_ids", input_ids)
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
+            raise TypeError(f"max_new_tokens must be an int; got {type(max_new_tokens).__name__}")
+        if max_new_tokens < 0:
+            raise ValueError(f"max_new_tokens must be >= 0; got {max_new_tokens}")
+        total = ids.shape[1] + max_new_tokens
+        if total > self.config.context_length:
+            raise ValueError(
+                f"input_ids plus max_new_tokens must fit the context of "
+                f"{self.config.context_length} tokens; got {ids.shape[1]} + {max_new_tokens}"
+            )
+        if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+            raise TypeError(f"temperature must be a number; got {type(temperature).__name__}")
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0; got {temperature}")
+        generator = None
+        if temperature > 0:
+            generator = torch.Generator(device=ids.device)
+            if seed is None:
+                generator.seed()
+            else:
+                generator.manual_seed(seed)
+        eos = self.config.eos_token_id
+        done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)  # (B,)
+        cache = self.new_cache()
+        tokens, step = ids, ids  # (B, T): the prompt is the first step
+        for _ in range(max_new_tokens):
+            logits = self(step, cache=cache)
+            assert isinstance(logits, Tensor)
+            last = logits[:, -1, :]  # (B, V)
+            if generator is None:
+                next_ids = last.argmax(dim=-1)  # (B,)
+            else:
+                probs = torch.softmax(last.float() / temperature, dim=-1)  # (B, V)
+                next_ids = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+            if stop_at_eos:
+                next_ids = torch.where(done, torch.full_like(next_ids, eos), next_ids)
+                done = done | (next_ids == eos)
+            step = next_ids.unsqueeze(-1)  # (B, 1)
+            tokens = torch.cat([tokens, step], dim=-1)  # (B, T + n)
+            if stop_at_eos and bool(done.all()):
+                break
+        return tokens[0] if input_ids.dim() == 1 else tokens
+
+    def check_ids(self, name: str, ids: object) -> Tensor:
+        """Check token ids (type, dtype, rank, range) and return them as ``(B, T)``.
+
+        Raises:
+            TypeError: Not a tensor, or not an integer dtype.
+            ValueError: Not of shape ``(T,)`` or ``(B, T)`` with ``T >= 1``, or an id
+                outside ``0 .. vocab_size - 1``.
+        """
+        if not isinstance(ids, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor of int64 ids; got {type(ids).__name__}")
+        if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
+            raise TypeError(f"{name} must hold integer token ids (int64); got dtype {ids.dtype}")
+        if ids.dim() not in (1, 2) or ids.shape[-1] == 0 or ids.numel() == 0:
+            raise ValueError(
+                f"{name} must have shape (T,) or (B, T) with T >= 1; "
+                f"got shape {format_shape(ids.shape)}"
+            )
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or high >= self.config.vocab_size:
+            raise ValueError(
+                f"{name} must be token ids in 0 .. {self.config.vocab_size - 1}; "
+                f"got values from {low} to {high}"
+            )
+        ids = ids.long()
+        return ids.unsqueeze(0) if ids.dim() == 1 else ids
+
+    def _check_cache(self, cache: object) -> int:
+        """Validate ``cache`` (``None`` or one KVCache per layer); its length."""
+        if cache is None:
+            return 0
+        n = len(self.layers)
+        if (
+            not isinstance(cache, list)
+            or len(cache) != n
+            or not all(isinstance(c, KVCache) for c in cache)
+        ):
+            raise TypeError(
+                f"cache must be a list of {n} KVCache (model.new_cache()); got "
+                f"{type(cache).__name__}"
+                + (f" of length {len(cache)}" if isinstance(cache, list) else "")
+            )
+        return len(cache[0])
+
+    def _check_ablate(self, ablate: object) -> dict[int, tuple[int, ...]]:
+        """Validate ``ablate`` (``{layer: [head, ...]}``); a dict of tuples."""
+        if ablate is None:
+            return {}
+        if not isinstance(ablate, Mapping):
+            raise TypeError(
+                f"ablate must be a dict {{layer: [head, ...]}}; got {type(ablate).__name__}"
+            )
+        n, H = len(self.layers), self.config.num_heads
+        checked: dict[int, tuple[int, ...]] = {}
+        for layer, heads in ablate.items():
+            if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < n:
+                raise ValueError(f"ablate's layers must be ints in 0 .. {n - 1}; got {layer!r}")
+            heads_t = (heads,) if isinstance(heads, int) else tuple(heads)
+            for head in heads_t:
+                if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < H:
+                    raise ValueError(
+                        f"ablate's heads must be ints in 0 .. {H - 1}; "
+                        f"got {head!r} in layer {layer}"
+                    )
+            checked[layer] = heads_t
+        return checked

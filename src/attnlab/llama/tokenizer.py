@@ -1,0 +1,177 @@
+"""SmolLM2's tokenizer: byte-level BPE over 49,152 tokens, built from the GGUF file.
+
+Text becomes ids in three steps, all run by the ``tokenizers`` library (the Rust
+core of Hugging Face's tokenizers; ``transformers`` is not imported):
+
+1. the 17 special tokens (``<|endoftext|>``, ``<|im_start|>``, ``<|im_end|>``, ...)
+   written in the text are matched whole, each becoming its own id;
+2. pre-tokenisation cuts the rest into words: every digit alone, then GPT-2's
+   pattern (letters with their leading space, punctuation, whitespace runs), and
+   each word's UTF-8 bytes are spelled in GPT-2's byte alphabet (a space is ``Ġ``);
+3. byte-pair encoding merges each word's bytes by the file's 48,900 merges, in order.
+
+Decoding joins the tokens' bytes and reads them as UTF-8. The digit rule is the file's
+``tokenizer.ggml.pre = "smollm"`` (llama.cpp's name for SmolLM's tokenizer, which
+splits digits): transformers' GGUF loader does not know that name and falls back to
+GPT-2's pattern alone. No merge involves a digit, so the two agree on every text
+except whitespace runs before a digit (``"a  1"``: ours gives ``ĠĠ`` as one token, as
+SmolLM2's own tokenizer does; the fallback gives ``Ġ`` twice).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from tokenizers import AddedToken, decoders, models, pre_tokenizers
+from tokenizers import Tokenizer as _RustTokenizer
+
+__all__ = ["Tokenizer"]
+
+CONTROL = 3  # tokenizer.ggml.token_type of a special (control) token
+DEFAULT_SYSTEM_PROMPT = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+
+
+class Tokenizer:
+    """Text to SmolLM2's token ids and back.
+
+    Build it with [`load_smollm2`][attnlab.llama.load_smollm2] (or
+    ``Tokenizer.from_gguf_reader``).
+
+    Args:
+        tokens: The vocabulary, in id order, spelled in GPT-2's byte alphabet.
+        merges: The BPE merges, ``"left right"``, in priority order.
+        special_ids: Ids of the special tokens, matched whole in the text.
+        bos_token_id: Id of the beginning-of-sequence token.
+        eos_token_id: Id of the end-of-sequence token.
+        add_bos: Whether ``add_special_tokens=True`` puts ``bos`` first (not for SmolLM2).
+    """
+
+    def __init__(
+        self,
+        tokens: Sequence[str],
+        merges: Sequence[str],
+        special_ids: Iterable[int],
+        bos_token_id: int,
+        eos_token_id: int,
+        add_bos: bool = False,
+    ) -> None:
+        self.tokens = list(tokens)
+        vocab = {token: i for i, token in enumerate(self.tokens)}
+        pairs = [(left, right) for left, right in (merge.split(" ", 1) for merge in merges)]
+        backend = _RustTokenizer(models.BPE(vocab, pairs, ignore_merges=False))
+        backend.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Digits(individual_digits=True),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+            ]
+        )
+        backend.decoder = decoders.ByteLevel()
+        backend.add_special_tokens(
+            [AddedToken(self.tokens[i], normalized=False, special=True) for i in special_ids]
+        )
+        self._backend = backend
+        self.bos_token_id = bos_token_id
+        self.eos_token_id = eos_token_id
+        self.add_bos = add_bos
+
+    @classmethod
+    def from_gguf_reader(cls, reader: Any) -> Tokenizer:
+        """The tokenizer a ``gguf.GGUFReader``'s ``tokenizer.ggml.*`` metadata describes."""
+        fields = reader.fields
+
+        def get(name: str, default: Any = None) -> Any:
+            return fields[name].contents() if name in fields else default
+
+        if get("tokenizer.ggml.model") != "gpt2":
+            raise ValueError(
+                f"the GGUF's tokenizer.ggml.model must be 'gpt2' (byte-level BPE); "
+                f"got {get('tokenizer.ggml.model')!r}"
+            )
+        types = get("tokenizer.ggml.token_type")
+        tokenizer = cls(
+            get("tokenizer.ggml.tokens"),
+            get("tokenizer.ggml.merges"),
+            [i for i, kind in enumerate(types) if kind == CONTROL],
+            int(get("tokenizer.ggml.bos_token_id")),
+            int(get("tokenizer.ggml.eos_token_id")),
+            bool(get("tokenizer.ggml.add_bos_token", False)),
+        )
+        return tokenizer
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of tokens (49,152 for SmolLM2)."""
+        return len(self.tokens)
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        """The token ids of ``text``.
+
+        Special tokens written in the text (``<|im_start|>``) become their own ids.
+
+        Args:
+            text: Any string.
+            add_special_tokens: Add the ids the model expects around a text; for SmolLM2
+                none (its file sets no beginning-of-sequence token), as in transformers.
+
+        Returns:
+            One id per token.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str; got {type(text).__name__}")
+        ids: list[int] = self._backend.encode(text, add_special_tokens=False).ids
+        return [self.bos_token_id, *ids] if add_special_tokens and self.add_bos else ids
+
+    def decode(self, ids: Iterable[int] | Any, skip_special_tokens: bool = False) -> str:
+        """The text of token ids (a list, or a 1-D tensor).
+
+        Args:
+            ids: Token ids.
+            skip_special_tokens: Leave out special tokens such as ``<|im_end|>``.
+
+        Returns:
+            The decoded text.
+        """
+        if hasattr(ids, "tolist"):
+            ids = ids.tolist()
+        values = list(ids)
+        if not all(isinstance(i, int) and not isinstance(i, bool) for i in values):
+            raise TypeError("ids must be integer token ids (a list or a 1-D tensor)")
+        bad = [i for i in values if not 0 <= i < self.vocab_size]
+        if bad:
+            raise ValueError(f"ids must be in 0 .. {self.vocab_size - 1}; got {bad[0]}")
+        text: str = self._backend.decode(values, skip_special_tokens=skip_special_tokens)
+        return text
+
+    def tokenize(self, text: str) -> list[str]:
+        """The tokens of ``text`` as strings (in GPT-2's byte alphabet: ``Ġ`` is a space)."""
+        return [self.tokens[i] for i in self.encode(text)]
+
+    def chat_prompt(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        add_generation_prompt: bool = True,
+    ) -> str:
+        r"""Messages in SmolLM2-Instruct's chat format (its GGUF's chat template).
+
+        Each message is ``<|im_start|>role\ncontent<|im_end|>\n``; a default system
+        message comes first when the first message is not one; with
+        ``add_generation_prompt`` the text ends with ``<|im_start|>assistant\n``.
+
+        Args:
+            messages: ``[{"role": "user", "content": "..."}, ...]``.
+            add_generation_prompt: End with the assistant's turn opened.
+
+        Returns:
+            The prompt text (encode it with ``encode``).
+        """
+        parts = []
+        for i, message in enumerate(messages):
+            if not isinstance(message, Mapping) or not {"role", "content"} <= message.keys():
+                raise ValueError(f"messages[{i}] must be a dict with 'role' and 'content'")
+            if i == 0 and message["role"] != "system":
+                parts.append(f"<|im_start|>system\n{DEFAULT_SYSTEM_PROMPT}<|im_end|>\n")
+            parts.append(f"<|im_start|>{message['role']}\n{message['content']}<|im_end|>\n")
+        if add_generation_prompt:
+            parts.append("<|im_start|>assistant\n")
+        return "".join(parts)

@@ -1,0 +1,100 @@
+"""Helpers shared by the test files in every tests/ folder (imported as ``support``).
+
+``tests/conftest.py`` puts ``tests/`` on ``sys.path``, so a test anywhere below it
+writes ``from support import REPO_ROOT, load_hook``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DOCS = REPO_ROOT / "docs"
+HOOKS = REPO_ROOT / "hooks"
+
+
+def hooks_importable() -> None:
+    """Put ``hooks/`` on ``sys.path``, as MkDocs does while it imports a hook."""
+    if str(HOOKS) not in sys.path:
+        sys.path.insert(0, str(HOOKS))
+
+
+def load_hook(name: str) -> ModuleType:
+    """Import ``hooks/<name>.py`` under the name MkDocs gives it (``name``), once per process.
+
+    A hook imports its sibling modules (``build_cache``, ``figure_registry``, ...) as
+    top-level modules, so ``hooks/`` is put on ``sys.path`` first.
+    """
+    hooks_importable()
+    module = sys.modules.get(name)
+    if module is not None and Path(str(getattr(module, "__file__", ""))) == HOOKS / f"{name}.py":
+        return module
+    spec = importlib.util.spec_from_file_location(name, HOOKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def mkdocs_nav() -> list[object]:
+    """mkdocs.yml's ``nav``, read without its ``!!python/name`` tags."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("", lambda loader, suffix, node: None)
+    config = yaml.load((REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader)
+    nav: list[object] = config["nav"]
+    return nav
+
+
+def nav_items(entries: list[Any] | None = None) -> list[Any]:
+    """mkdocs.yml's nav as the page and section objects hooks read (``is_page``,
+    ``is_section``, ``title``, ``children``, ``file.src_uri``), without building it."""
+    from types import SimpleNamespace
+
+    items: list[Any] = []
+    for entry in mkdocs_nav() if entries is None else entries:
+        title, value = (None, entry) if isinstance(entry, str) else next(iter(entry.items()))
+        if isinstance(value, list):
+            items.append(
+                SimpleNamespace(
+                    is_page=False, is_section=True, title=title, children=nav_items(value)
+                )
+            )
+        elif "://" in value:  # an external link
+            items.append(SimpleNamespace(is_page=False, is_section=False, title=title))
+        else:
+            file = SimpleNamespace(src_uri=value)
+            items.append(SimpleNamespace(is_page=True, is_section=False, title=title, file=file))
+    return items
+
+
+def main_line_steps() -> list[Any]:
+    """The path's steps as hooks/roadmap.py reads them from the nav (title, pages)."""
+    roadmap = load_hook("roadmap")
+    steps: list[Any] = roadmap.main_line(nav_items())
+    return steps
+
+
+# --- the package's unit and contract tests ----------------------------------------------
+
+HYPOTHESIS_SETTINGS = {"max_examples": 30, "deadline": None, "derandomize": True}
+"""``hypothesis.settings(**HYPOTHESIS_SETTINGS)``: a fixed, reproducible set of examples."""
+
+MODULE_BACKENDS = ["explicit", "torch"]
+"""The backends the module tests run on (flash has tests of its own)."""
+
+
+def seeded_randn(*shape: int, seed: int = 0, dtype: Any = None) -> Any:
+    """``torch.randn(shape)`` from its own generator: the same numbers in any process."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=generator, dtype=dtype or torch.float32)

@@ -1,0 +1,91 @@
+"""The package's house rules: no import circles, no borrowed private names, small files."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from support import REPO_ROOT
+
+PACKAGE = REPO_ROOT / "src" / "attnlab"
+MAX_LINES = 650
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> list[tuple[str, list[str]]]:
+    """``(module, names)`` of every ``from attnlab... import ...`` in the file, wherever it
+    sits (function bodies included), relative imports resolved."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            if target == "attnlab" or target.startswith("attnlab."):
+                found.append((target, [alias.name for alias in node.names]))
+        elif isinstance(node, ast.Import):
+            found += [(a.name, []) for a in node.names if a.name.startswith("attnlab")]
+    return found
+
+
+FILES = sorted(PACKAGE.rglob("*.py"))
+MODULES = {_module_name(path): path for path in FILES}
+
+
+def _resolve(target: str, names: list[str]) -> set[str]:
+    """The package modules an import reads: ``from attnlab import ring`` reads attnlab.ring."""
+    submodules = {f"{target}.{n}" for n in names if f"{target}.{n}" in MODULES}
+    return submodules or ({target} if target in MODULES else set())
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    """What two modules share is public in the package (no leading underscore)."""
+    borrowed = [
+        f"{_module_name(path)} imports {name} from {target}"
+        for path in FILES
+        for target, names in _imports(path)
+        for name in names
+        if name.startswith("_") and target != _module_name(path)
+    ]
+    assert borrowed == []
+
+
+def test_no_import_circles_between_modules() -> None:
+    """Package modules import each other in one direction only (the ``__init__`` files,
+    which re-export, aside), counting imports inside functions too."""
+    graph = {
+        name: {
+            dep
+            for target, names in _imports(path)
+            for dep in _resolve(target, names)
+            if dep != name and MODULES[dep].name != "__init__.py"
+        }
+        for name, path in MODULES.items()
+        if path.name != "__init__.py"
+    }
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for dep in graph.get(start, set()):
+            if dep == goal or (dep not in seen and reaches(dep, goal, seen | {dep})):
+                return True
+        return False
+
+    circles = sorted(f"{a} <-> {b}" for a in graph for b in graph[a] if reaches(b, a, {b}))
+    assert circles == []
+
+
+def test_no_source_file_is_over_650_lines() -> None:
+    long = {
+        str(path.relative_to(PACKAGE)): n
+        for path in FILES
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}
