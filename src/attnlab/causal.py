@@ -109,16 +109,8 @@ class CausalAttention(SelfAttentionV2):
             T, T, self.causal, padding, None, num_heads_dims=0, dtype=x.dtype, device=x.device
         )  # (..., T, T) or None
         return attend_kernel(
-            queries,
-            keys,
-            values,
-            attn_mask,
-            dropout_p,
-            is_causal,
-            None,
-            self.backend,
-            batch=tuple(queries.shape[:-2]),
-            group=1,
+            queries, keys, values, attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+            scale=None, backend=self.backend, batch=tuple(queries.shape[:-2]), group=1,
         )  # (..., T, d_out); fmt: skip
 
     def extra_repr(self) -> str:

@@ -263,16 +263,8 @@ class AttentionHeads(nn.Module):
             )
         # The module checked its inputs: the backend's kernel checks nothing again.
         context_vecs = attend_kernel(
-            queries,
-            keys,
-            values,
-            attn_mask,
-            dropout_p,
-            is_causal,
-            None,
-            self.backend,
-            batch=tuple(queries.shape[:-2]),
-            group=group,
+            queries, keys, values, attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+            scale=None, backend=self.backend, batch=tuple(queries.shape[:-2]), group=group,
         )  # (B, H, L, D); fmt: skip
         return context_vecs, None
 

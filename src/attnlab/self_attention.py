@@ -24,6 +24,16 @@ from .masks import padding_to_attn_mask
 __all__ = ["SelfAttentionV1", "SelfAttentionV2"]
 
 
+
+def _attend(
+    queries: Tensor, keys: Tensor, values: Tensor, attn_mask: Tensor | None, backend: Backend
+) -> Tensor:
+    """Scaled dot-product attention of checked projections: no dropout, no causal mask."""
+    return attend_kernel(
+        queries, keys, values, attn_mask, dropout_p=0.0, is_causal=False, scale=None,
+        backend=backend, batch=tuple(queries.shape[:-2]), group=1,
+    )  # fmt: skip
+
 class SelfAttentionV1(nn.Module):
     """Self-attention with raw ``nn.Parameter`` weight matrices.
 
@@ -72,18 +82,7 @@ class SelfAttentionV1(nn.Module):
         queries = x @ self.W_query  # (..., T, d_out)
         keys = x @ self.W_key  # (..., T, d_out)
         values = x @ self.W_value  # (..., T, d_out)
-        return attend_kernel(
-            queries,
-            keys,
-            values,
-            attn_mask,
-            0.0,
-            False,
-            None,
-            self.backend,
-            batch=tuple(queries.shape[:-2]),
-            group=1,
-        )  # (..., T, d_out); fmt: skip
+        return _attend(queries, keys, values, attn_mask, self.backend)  # (..., T, d_out)
 
     @classmethod
     def from_v2(cls, v2: SelfAttentionV2) -> SelfAttentionV1:
@@ -166,18 +165,7 @@ class SelfAttentionV2(nn.Module):
         """
         attn_mask = checked_padding_mask(x, self.d_in, key_padding_mask, self.W_query.weight)
         queries, keys, values = self.project(x)  # (..., T, d_out) each
-        return attend_kernel(
-            queries,
-            keys,
-            values,
-            attn_mask,
-            0.0,
-            False,
-            None,
-            self.backend,
-            batch=tuple(queries.shape[:-2]),
-            group=1,
-        )  # (..., T, d_out); fmt: skip
+        return _attend(queries, keys, values, attn_mask, self.backend)  # (..., T, d_out)
 
     def project(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Queries, keys and values of ``x``: ``(..., T, d_in)`` to ``(..., T, d_out)`` each."""
