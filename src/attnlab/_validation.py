@@ -109,11 +109,14 @@ def check_positive_int(name: str, value: object) -> int:
 
 
 def check_probability(name: str, value: object) -> float:
-    """Return ``value`` if it is a number in ``[0, 1)``, else raise."""
+    """Return ``value`` if it is a number in ``[0, 1]``, else raise.
+
+    ``1`` is allowed, as in PyTorch's dropout: every weight is dropped (the output is 0).
+    """
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a float in [0, 1); got {type(value).__name__}")
-    if not 0.0 <= value < 1.0:
-        raise ValueError(f"{name} must be in [0, 1); got {value}")
+        raise TypeError(f"{name} must be a float in [0, 1]; got {type(value).__name__}")
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be in [0, 1]; got {value}")
     return float(value)
 
 
@@ -169,7 +172,7 @@ def check_attention_args(
             devices, mismatched ``E`` or ``S``, batch dims that do not broadcast, head
             counts that do not group, a mask that does not broadcast to
             ``(N, ..., L, S)``, both a mask and ``is_causal``, or ``dropout_p`` outside
-            ``[0, 1)``.
+            ``[0, 1]``.
     """
     q = check_floating("query", query)
     k = check_floating("key", key)

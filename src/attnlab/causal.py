@@ -34,7 +34,7 @@ class CausalAttention(SelfAttentionV2):
     Args:
         d_in: Width of each input token.
         d_out: Width of queries, keys, values and output.
-        dropout: Probability of dropping an attention weight in training, in ``[0, 1)``.
+        dropout: Probability of dropping an attention weight in training, in ``[0, 1]``.
         qkv_bias: Give the three projections a bias.
         causal: Apply the causal mask (the default). ``False`` gives plain
             self-attention with dropout and padding, as one head of a non-causal

@@ -133,7 +133,7 @@ def flash_attention(
         value: Value vectors.
         attn_mask: Optional mask broadcastable to ``(N, ..., L, S)``: bool (``True`` =
             may attend) or float of the query's dtype (added to the scaled scores).
-        dropout_p: Dropout probability on the attention weights, in ``[0, 1)``.
+        dropout_p: Dropout probability on the attention weights, in ``[0, 1]``.
         is_causal: Causal masking, aligned top-left; not together with ``attn_mask``.
         scale: Multiplier of the scores; defaults to ``1 / sqrt(E)``.
         block_size: Rows per block: one int for both queries and keys, or a pair
@@ -155,7 +155,7 @@ def flash_attention(
         TypeError: A non-tensor, a non-floating or mismatched dtype, a bad mask dtype,
             a block size that is not an int.
         ValueError: Wrong rank, mismatched ``E`` or ``S``, a mask that does not broadcast,
-            both ``attn_mask`` and ``is_causal``, ``dropout_p`` outside ``[0, 1)``, a
+            both ``attn_mask`` and ``is_causal``, ``dropout_p`` outside ``[0, 1]``, a
             block size or window that is not positive, a window with a mask or
             ``is_causal``, head counts that do not group (``enable_gqa``).
 

@@ -320,7 +320,7 @@ def scaled_dot_product_attention(
         value: Value vectors.
         attn_mask: Optional mask broadcastable to ``(N, ..., L, S)``: bool (``True`` =
             may attend) or float of the query's dtype (added to the scaled scores).
-        dropout_p: Dropout probability on the attention weights, in ``[0, 1)``.
+        dropout_p: Dropout probability on the attention weights, in ``[0, 1]``.
         is_causal: Causal masking, aligned top-left; not together with ``attn_mask``.
         scale: Multiplier of the scores; defaults to ``1 / sqrt(E)``.
         enable_gqa: Grouped-query attention, as PyTorch's: key and value have ``Hkv``
@@ -333,7 +333,7 @@ def scaled_dot_product_attention(
     Raises:
         TypeError: A non-tensor, a non-floating or mismatched dtype, a bad mask dtype.
         ValueError: Wrong rank, mismatched ``E`` or ``S``, a mask that does not broadcast,
-            both ``attn_mask`` and ``is_causal``, ``dropout_p`` outside ``[0, 1)``, head
+            both ``attn_mask`` and ``is_causal``, ``dropout_p`` outside ``[0, 1]``, head
             counts that do not group (``enable_gqa``).
 
     Shape:

@@ -310,7 +310,7 @@ class MultiHeadAttention(AttentionHeads):
         d_in: Width of each query token (``embed_dim`` in PyTorch).
         d_out: Total width of queries, keys, values and output.
         num_heads: Number of heads ``H``; must divide ``d_out``.
-        dropout: Dropout probability on the attention weights, in ``[0, 1)``.
+        dropout: Dropout probability on the attention weights, in ``[0, 1]``.
         qkv_bias: Give the query, key and value projections a bias.
         causal: Apply a causal mask on every call, built for the inputs' lengths.
         kdim: Width of each key token; defaults to ``d_in``.

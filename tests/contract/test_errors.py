@@ -83,8 +83,8 @@ SDPA_CASES = [
         ValueError,
         r"attn_mask and is_causal=True were both given",
     ),
-    (dict(dropout_p=1.0), ValueError, r"dropout_p must be in \[0, 1\); got 1.0"),
-    (dict(dropout_p=-0.1), ValueError, r"dropout_p must be in \[0, 1\); got -0.1"),
+    (dict(dropout_p=1.5), ValueError, r"dropout_p must be in \[0, 1\]; got 1.5"),
+    (dict(dropout_p=-0.1), ValueError, r"dropout_p must be in \[0, 1\]; got -0.1"),
     (dict(scale="big"), TypeError, r"scale must be a float or None; got str"),
 ]
 

@@ -70,11 +70,11 @@ def test_bad_shapes_and_types_raise() -> None:
         ({"d_in": 3, "d_out": -1}, ValueError, "d_out must be a positive int; got -1"),
         ({"d_in": 3.0, "d_out": 2}, TypeError, "d_in must be a positive int; got float"),
         (
-            {"d_in": 3, "d_out": 2, "dropout": 1.0},
+            {"d_in": 3, "d_out": 2, "dropout": 1.5},
             ValueError,
-            r"dropout must be in \[0, 1\); got 1.0",
+            r"dropout must be in \[0, 1\]; got 1.5",
         ),
-        ({"d_in": 3, "d_out": 2, "dropout": -0.1}, ValueError, r"dropout must be in \[0, 1\)"),
+        ({"d_in": 3, "d_out": 2, "dropout": -0.1}, ValueError, r"dropout must be in \[0, 1\]"),
         ({"d_in": 3, "d_out": 2, "backend": "magic"}, ValueError, "backend must be one of"),
     ],
 )
@@ -162,7 +162,7 @@ def test_bad_inputs_are_rejected_before_computing() -> None:
         flash_attention(q, k, v, torch.ones(3, 5, dtype=torch.bool))
     with pytest.raises(TypeError, match=r"query must be a torch\.Tensor; got list"):
         flash_attention([1.0], k, v)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"dropout_p must be in \[0, 1\); got 1.5"):
+    with pytest.raises(ValueError, match=r"dropout_p must be in \[0, 1\]; got 1.5"):
         flash_attention(q, k, v, dropout_p=1.5)
     with pytest.raises(
         ValueError, match="backend must be one of 'explicit', 'torch', 'flash'; got 'fast'"
@@ -204,7 +204,7 @@ def test_to_torch_rejects_what_pytorch_cannot_express() -> None:
         ((4, 0, 2), {}, ValueError, "d_out must be a positive int; got 0"),
         ((4, 8, 2), {"kdim": 0}, ValueError, "kdim must be a positive int; got 0"),
         ((4, 8, 2), {"vdim": -2}, ValueError, "vdim must be a positive int; got -2"),
-        ((4, 8, 2), {"dropout": 1.5}, ValueError, r"dropout must be in \[0, 1\); got 1.5"),
+        ((4, 8, 2), {"dropout": 1.5}, ValueError, r"dropout must be in \[0, 1\]; got 1.5"),
         ((4, 8, 2), {"backend": "fast"}, ValueError, "backend must be one of"),
     ],
 )

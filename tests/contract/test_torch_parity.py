@@ -196,6 +196,23 @@ def test_a_mask_with_is_causal_is_refused_as_torch_refuses_it(path: str) -> None
         PATHS[path](query, key, value, attn_mask=mask, is_causal=True)
 
 
+@pytest.mark.parametrize("path", PATHS)
+def test_dropout_of_one_drops_every_weight_as_torch_does(path: str) -> None:
+    """``dropout_p=1`` is allowed, as in PyTorch: every weight is dropped, the output is 0."""
+    query, key, value = _randn(2, 3, 4, seed=1), _randn(2, 5, 4, seed=2), _randn(2, 5, 6, seed=3)
+    expected = F.scaled_dot_product_attention(query, key, value, dropout_p=1.0)
+    _same(PATHS[path](query, key, value, dropout_p=1.0), expected)
+    assert not expected.any()
+
+
+def test_modules_take_a_dropout_of_one_as_torch_modules_do() -> None:
+    """``nn.MultiheadAttention(dropout=1.0)`` is valid; so is this module's, in training."""
+    ours = MultiHeadAttention(8, 8, 2, dropout=1.0, qkv_bias=True).train()
+    x = _randn(2, 3, 8, seed=4).float()
+    assert torch.equal(ours(x), ours.out_proj.bias.expand(2, 3, 8))  # only the bias is left
+    assert not torch.equal(ours.eval()(x), ours.out_proj.bias.expand(2, 3, 8))
+
+
 # --- MultiHeadAttention against nn.MultiheadAttention ----------------------------------
 
 
