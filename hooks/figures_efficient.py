@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 import torch
-from figure_kit import seeded
+from figure_kit import journey_self_attention
 from figure_registry import figure
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
@@ -42,94 +42,90 @@ def bench_memory() -> Figure:
 @figure("flash-tiles", diagram=True)
 def flash_tiles() -> Figure:
     """Causal FlashAttention in 2 x 2 tiles: visit order, skipped tiles, running max and sum."""
-
-    def build() -> Figure:
-        words, inputs = examples.your_journey()
-        module = attnlab.SelfAttentionV2(3, 2)
-        with torch.no_grad():
-            attn_scores = attnlab.attention_scores(module.W_query(inputs), module.W_key(inputs))
-        scores = attn_scores / math.sqrt(2)  # (6, 6)
-        block = 2
-        mask = ~attnlab.causal_mask(6)  # True = masked
-        fig, ax = diagrams.canvas(8.0, 4.6)
-        cell = (1.3, 0.8)
-        grid = diagrams.matrix(
-            ax,
-            scores,
-            (0, 0),
-            role="weights",
-            decimals=2,
-            cell=cell,
-            fontsize="small",
-            masked=mask,
-            masked_text="",
-            row_labels=list(words),
-        )
-        ink = diagrams.text_colour()
-        order = 0
-        for qi in range(3):
-            for kj in range(3):
-                x, y = kj * block * cell[0], (2 - qi) * block * cell[1]
-                ax.add_patch(
-                    Rectangle(
-                        (x, y),
-                        block * cell[0],
-                        block * cell[1],
-                        fill=False,
-                        edgecolor=ink,
-                        linewidth=2.0,
-                    )
-                )
-                if kj <= qi:
-                    order += 1
-                    ax.text(
-                        x + 0.12,
-                        y + block * cell[1] - 0.1,
-                        str(order),
-                        ha="left",
-                        va="top",
-                        color=ink,
-                        fontsize="x-small",
-                        fontweight="bold",
-                    )
-                else:
-                    ax.text(
-                        x + block * cell[0] / 2,
-                        y + block * cell[1] / 2,
-                        "skipped",
-                        ha="center",
-                        va="center",
-                        color=ink,
-                        fontsize="small",
-                    )
-        # running max m and sum l of the last query row ("step") after each key tile
-        row = scores[5]
-        running_max, running_sum = [], []
-        m, l_sum = float("-inf"), 0.0
+    words, inputs = examples.your_journey()
+    module = journey_self_attention()
+    with torch.no_grad():
+        attn_scores = attnlab.attention_scores(module.W_query(inputs), module.W_key(inputs))
+    scores = attn_scores / math.sqrt(2)  # (6, 6)
+    block = 2
+    mask = ~attnlab.causal_mask(6)  # True = masked
+    fig, ax = diagrams.canvas(8.0, 4.6)
+    cell = (1.3, 0.8)
+    grid = diagrams.matrix(
+        ax,
+        scores,
+        (0, 0),
+        role="weights",
+        decimals=2,
+        cell=cell,
+        fontsize="small",
+        masked=mask,
+        masked_text="",
+        row_labels=list(words),
+    )
+    ink = diagrams.text_colour()
+    order = 0
+    for qi in range(3):
         for kj in range(3):
-            tile = row[kj * block : (kj + 1) * block]
-            new_m = max(m, float(tile.max()))
-            l_sum = l_sum * math.exp(m - new_m) + float((tile - new_m).exp().sum())
-            m = new_m
-            running_max.append(m)
-            running_sum.append(l_sum)
-        stats = torch.tensor([running_max, running_sum])  # (2, 3)
-        s = diagrams.matrix(
-            ax,
-            stats,
-            (9.6, -2.8),
-            role="weights",
-            decimals=2,
-            cell=cell,
-            fontsize="small",
-            row_labels=["max m", "sum l"],
-            col_labels=["tile 4", "tile 5", "tile 6"],
-            title="row 'step', running",
-        )
-        diagrams.fit(ax, grid, s, diagrams.Bounds(-1.8, -3.0, 14.0, 5.6), margin=0.3)
-        return fig
-
-    return seeded(789, build)
+            x, y = kj * block * cell[0], (2 - qi) * block * cell[1]
+            ax.add_patch(
+                Rectangle(
+                    (x, y),
+                    block * cell[0],
+                    block * cell[1],
+                    fill=False,
+                    edgecolor=ink,
+                    linewidth=2.0,
+                )
+            )
+            if kj <= qi:
+                order += 1
+                ax.text(
+                    x + 0.12,
+                    y + block * cell[1] - 0.1,
+                    str(order),
+                    ha="left",
+                    va="top",
+                    color=ink,
+                    fontsize="x-small",
+                    fontweight="bold",
+                )
+            else:
+                ax.text(
+                    x + block * cell[0] / 2,
+                    y + block * cell[1] / 2,
+                    "skipped",
+                    ha="center",
+                    va="center",
+                    color=ink,
+                    fontsize="small",
+                )
+    # running max m and sum l of the last query row ("step") after each key tile
+    row = scores[5]
+    running_max, running_sum = [], []
+    m, l_sum = float("-inf"), 0.0
+    for kj in range(3):
+        tile = row[kj * block : (kj + 1) * block]
+        new_m = max(m, float(tile.max()))
+        l_sum = l_sum * math.exp(m - new_m) + float((tile - new_m).exp().sum())
+        m = new_m
+        running_max.append(m)
+        running_sum.append(l_sum)
+    stats = torch.tensor([running_max, running_sum])  # (2, 3)
+    s = diagrams.matrix(
+        ax,
+        stats,
+        (9.6, -2.8),
+        role="weights",
+        decimals=2,
+        cell=cell,
+        fontsize="small",
+        row_labels=["max m", "sum l"],
+        col_labels=["tile 4", "tile 5", "tile 6"],
+        title="row 'step', running",
+    )
+    diagrams.fit(ax, grid, s, diagrams.Bounds(-1.8, -3.0, 14.0, 5.6), margin=0.3)
+    return fig
 
 
 @figure("ring-schedule", diagram=True)

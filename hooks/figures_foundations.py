@@ -11,9 +11,15 @@ import functools
 import math
 
 import torch
-from figure_kit import SMALL_CELL, seeded, side_by_side
+from figure_kit import (
+    SMALL_CELL,
+    journey_self_attention,
+    matrix_style,
+    projection_rows,
+    seeded,
+    side_by_side,
+)
 from figure_registry import figure
-from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 import attnlab
@@ -127,20 +133,16 @@ def softmax_errata() -> Figure:
 @figure("v1-vs-v2")
 def v1_vs_v2() -> Figure:
     """``SelfAttentionV2`` (seed 789) and the ``SelfAttentionV1`` built from its weights."""
-
-    def build() -> Figure:
-        words, inputs = examples.your_journey()
-        v2 = attnlab.SelfAttentionV2(3, 2)
-        v1 = attnlab.SelfAttentionV1.from_v2(v2)
-        with torch.no_grad():
-            w2 = attnlab.attention_weights(v2.W_query(inputs), v2.W_key(inputs))  # (6, 6)
-            w1 = attnlab.attention_weights(inputs @ v1.W_query, inputs @ v1.W_key)  # (6, 6)
-        fig, (left, right) = side_by_side(10.0, 4.0)
-        plot.plot_attention(w2, words, words, ax=left, title="SelfAttentionV2, seed 789")
-        plot.plot_attention(w1, words, words, ax=right, title="SelfAttentionV1.from_v2(v2)")
-        return fig
-
-    return seeded(789, build)
+    words, inputs = examples.your_journey()
+    v2 = journey_self_attention()
+    v1 = attnlab.SelfAttentionV1.from_v2(v2)
+    with torch.no_grad():
+        w2 = attnlab.attention_weights(v2.W_query(inputs), v2.W_key(inputs))  # (6, 6)
+        w1 = attnlab.attention_weights(inputs @ v1.W_query, inputs @ v1.W_key)  # (6, 6)
+    fig, (left, right) = side_by_side(10.0, 4.0)
+    plot.plot_attention(w2, words, words, ax=left, title="SelfAttentionV2, seed 789")
+    plot.plot_attention(w1, words, words, ax=right, title="SelfAttentionV1.from_v2(v2)")
+    return fig
 
 
 @figure("rnn-vs-attention", diagram=True)
@@ -261,57 +263,12 @@ def attention_flow() -> Figure:
     context_vec = attn_weights @ inputs  # (3,)
     fig, ax = diagrams.canvas(8.0, 4.0)
     T = len(words)
-    x_in = diagrams.matrix(
-        ax,
-        inputs,
-        (0, 0),
-        role="keys",
-        decimals=2,
-        cell=(1.3, 1.0),
-        fontsize="small",
-        row_labels=list(words),
-        title="inputs xᵢ",
-    )
-    q = diagrams.matrix(
-        ax,
-        query.unsqueeze(0),
-        (0, T + 1.6),
-        role="queries",
-        decimals=2,
-        cell=(1.3, 1.0),
-        fontsize="small",
-        title="query x⁽²⁾ (journey)",
-    )
-    s = diagrams.matrix(
-        ax,
-        attn_scores.unsqueeze(-1),
-        (6.0, 0),
-        role="weights",
-        decimals=2,
-        cell=(1.3, 1.0),
-        fontsize="small",
-        title="scores",
-    )
-    w = diagrams.matrix(
-        ax,
-        attn_weights.unsqueeze(-1),
-        (9.6, 0),
-        role="weights",
-        decimals=2,
-        cell=(1.3, 1.0),
-        fontsize="small",
-        title="weights",
-    )
-    z = diagrams.matrix(
-        ax,
-        context_vec.unsqueeze(0),
-        (13.0, 4.0),
-        role="output",
-        decimals=2,
-        cell=(1.3, 1.0),
-        fontsize="small",
-        title="context z⁽²⁾",
-    )
+    grid = matrix_style((1.3, 1.0))
+    x_in = grid(ax, inputs, (0, 0), role="keys", row_labels=list(words), title="inputs xᵢ")
+    q = grid(ax, query.unsqueeze(0), (0, T + 1.6), role="queries", title="query x⁽²⁾ (journey)")
+    s = grid(ax, attn_scores.unsqueeze(-1), (6.0, 0), role="weights", title="scores")
+    w = grid(ax, attn_weights.unsqueeze(-1), (9.6, 0), role="weights", title="weights")
+    z = grid(ax, context_vec.unsqueeze(0), (13.0, 4.0), role="output", title="context z⁽²⁾")
     diagrams.arrow(ax, x_in.right_mid, s.left_mid, "xᵢ · x⁽²⁾")
     diagrams.arrow(ax, q.right_mid, (s.left + 0.6, s.top + 0.9), rad=-0.2)
     diagrams.arrow(ax, s.right_mid, w.left_mid, "softmax")
@@ -321,62 +278,12 @@ def attention_flow() -> Figure:
     return fig
 
 
-def _projection_rows(
-    ax: Axes,
-    inputs: torch.Tensor,
-    weights: dict[str, torch.Tensor],
-    *,
-    decimals: int,
-    cell: tuple[float, float],
-) -> list[diagrams.Bounds]:
-    """One row per role: inputs @ W = result, stacked downward."""
-    T, d_in = inputs.shape
-    bounds = []
-    y = 0.0
-    for role, (name, W) in zip(("queries", "keys", "values"), weights.items(), strict=True):
-        height = max(T, d_in) * cell[1]
-        x = diagrams.matrix(
-            ax,
-            inputs,
-            (0, y),
-            decimals=decimals,
-            cell=cell,
-            fontsize="small",
-            title="x" if y == 0 else None,
-        )
-        diagrams.label(ax, (x.right + 0.5, y + T * cell[1] / 2), "@")
-        w = diagrams.matrix(
-            ax,
-            W,
-            (x.right + 1.0, y),
-            role=role,
-            decimals=decimals,
-            cell=cell,
-            fontsize="small",
-            title=name,
-        )
-        diagrams.label(ax, (w.right + 0.5, y + T * cell[1] / 2), "=")
-        out = diagrams.matrix(
-            ax,
-            inputs @ W,
-            (w.right + 1.0, y),
-            role=role,
-            decimals=decimals,
-            cell=cell,
-            fontsize="small",
-            title=role,
-        )
-        bounds += [x, w, out]
-        y -= height + 1.6
-    return bounds
-
-
 @figure("illustrated-projections", diagram=True)
 def illustrated_projections() -> Figure:
     """The three projections of the integer walkthrough, with its numbers: x @ W = Q, K, V."""
     ex = examples.illustrated()
     fig, ax = diagrams.canvas(7.0, 8.0)
-    bounds = _projection_rows(
+    bounds = projection_rows(
         ax,
         ex.inputs,
         {"W_query": ex.W_query, "W_key": ex.W_key, "W_value": ex.W_value},
@@ -454,7 +361,7 @@ def trainable_projections() -> Figure:
         module = attnlab.SelfAttentionV1(3, 2)
         fig, ax = diagrams.canvas(7.0, 9.0)
         with torch.no_grad():
-            bounds = _projection_rows(
+            bounds = projection_rows(
                 ax,
                 inputs,
                 {"W_query": module.W_query, "W_key": module.W_key, "W_value": module.W_value},
@@ -503,71 +410,67 @@ def scaling_flow() -> Figure:
 @figure("compact-module-diagram", diagram=True)
 def compact_module_diagram() -> Figure:
     """``SelfAttentionV2(3, 2)`` (seed 789): x → three Linear layers → attend → context."""
-
-    def build() -> Figure:
-        words, inputs = examples.your_journey()
-        module = attnlab.SelfAttentionV2(3, 2)
-        with torch.no_grad():
-            projected = {
-                "queries": module.W_query(inputs),  # (6, 2)
-                "keys": module.W_key(inputs),  # (6, 2)
-                "values": module.W_value(inputs),  # (6, 2)
-            }
-            context_vecs = module(inputs)  # (6, 2)
-        fig, ax = diagrams.canvas(8.0, 7.0)
-        cell = (1.3, 0.7)
-        x = diagrams.matrix(
+    words, inputs = examples.your_journey()
+    module = journey_self_attention()
+    with torch.no_grad():
+        projected = {
+            "queries": module.W_query(inputs),  # (6, 2)
+            "keys": module.W_key(inputs),  # (6, 2)
+            "values": module.W_value(inputs),  # (6, 2)
+        }
+        context_vecs = module(inputs)  # (6, 2)
+    fig, ax = diagrams.canvas(8.0, 7.0)
+    cell = (1.3, 0.7)
+    x = diagrams.matrix(
+        ax,
+        inputs,
+        (2.5, 5.5),
+        decimals=2,
+        cell=cell,
+        fontsize="small",
+        title="x (6, 3)",
+        row_labels=list(words),
+    )
+    bounds = [x]
+    names = {"queries": "W_query", "keys": "W_key", "values": "W_value"}
+    for k, (role, tensor) in enumerate(projected.items()):
+        left = k * 4.4
+        op = diagrams.operator(
             ax,
-            inputs,
-            (2.5, 5.5),
+            (left + 1.3, 4.1),
+            f"{names[role]}\nLinear(3, 2)",
+            role=role,
+            size=(3.4, 1.2),
+            fontsize="small",
+        )
+        m = diagrams.matrix(
+            ax,
+            tensor,
+            (left, -1.8),
+            role=role,
             decimals=2,
             cell=cell,
             fontsize="small",
-            title="x (6, 3)",
-            row_labels=list(words),
+            title=f"{role} (6, 2)",
         )
-        bounds = [x]
-        names = {"queries": "W_query", "keys": "W_key", "values": "W_value"}
-        for k, (role, tensor) in enumerate(projected.items()):
-            left = k * 4.4
-            op = diagrams.operator(
-                ax,
-                (left + 1.3, 4.1),
-                f"{names[role]}\nLinear(3, 2)",
-                role=role,
-                size=(3.4, 1.2),
-                fontsize="small",
-            )
-            m = diagrams.matrix(
-                ax,
-                tensor,
-                (left, -1.8),
-                role=role,
-                decimals=2,
-                cell=cell,
-                fontsize="small",
-                title=f"{role} (6, 2)",
-            )
-            diagrams.arrow(ax, x.bottom_mid, op.top_mid)
-            diagrams.arrow(ax, op.bottom_mid, (m.left + 1.3, m.top + 0.6))
-            bounds += [op, m]
-        att = diagrams.operator(
-            ax, (5.0, -3.6), "softmax(Q Kᵀ / √2) V", role="weights", size=(6.0, 0.9)
-        )
-        for k in range(3):
-            diagrams.arrow(ax, (k * 4.4 + 1.3, -1.8), (att.left + 1.0 + 2.0 * k, att.top))
-        out = diagrams.matrix(
-            ax,
-            context_vecs,
-            (10.5, -8.8),
-            role="output",
-            decimals=2,
-            cell=cell,
-            fontsize="small",
-            title="context (6, 2)",
-        )
-        diagrams.arrow(ax, att.right_mid, (out.left, out.top - 0.4), rad=-0.3)
-        diagrams.fit(ax, *bounds, att, out, margin=0.6)
-        return fig
-
-    return seeded(789, build)
+        diagrams.arrow(ax, x.bottom_mid, op.top_mid)
+        diagrams.arrow(ax, op.bottom_mid, (m.left + 1.3, m.top + 0.6))
+        bounds += [op, m]
+    att = diagrams.operator(
+        ax, (5.0, -3.6), "softmax(Q Kᵀ / √2) V", role="weights", size=(6.0, 0.9)
+    )
+    for k in range(3):
+        diagrams.arrow(ax, (k * 4.4 + 1.3, -1.8), (att.left + 1.0 + 2.0 * k, att.top))
+    out = diagrams.matrix(
+        ax,
+        context_vecs,
+        (10.5, -8.8),
+        role="output",
+        decimals=2,
+        cell=cell,
+        fontsize="small",
+        title="context (6, 2)",
+    )
+    diagrams.arrow(ax, att.right_mid, (out.left, out.top - 0.4), rad=-0.3)
+    diagrams.fit(ax, *bounds, att, out, margin=0.6)
+    return fig

@@ -8,9 +8,9 @@ in the role colours of ``attnlab.diagrams``.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import torch
+from figure_kit import matrix_style
 from figure_registry import figure
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
@@ -81,8 +81,8 @@ def kv_cache_step() -> Figure:
     cell = (1.1, 0.7)
     S = step["keys"].shape[0]
     rows = [f"pos {i}" for i in range(S - 1)] + ["pos 6 (new)"]
-    small: dict[str, Any] = {"decimals": 2, "cell": cell, "fontsize": "small"}
-    K = diagrams.matrix(
+    grid = matrix_style(cell)
+    K = grid(
         ax,
         step["keys"],
         (0, 0),
@@ -90,38 +90,32 @@ def kv_cache_step() -> Figure:
         title="cached keys K (kv head 0)",
         row_labels=rows,
         highlight_rows=[S - 1],
-        **small,
     )
-    k = diagrams.matrix(ax, step["key"], (0, -2.0), role="keys", row_labels=["new k"], **small)
-    q = diagrams.matrix(
+    k = grid(ax, step["key"], (0, -2.0), role="keys", row_labels=["new k"])
+    q = grid(
         ax,
         step["query"],
         (0, S * cell[1] + 1.5),
         role="queries",
         row_labels=["new q (head 0)"],
-        **small,
     )
-    w = diagrams.matrix(
-        ax, step["weights"].unsqueeze(-1), (8.0, 0), role="weights", title="weights", **small
-    )
-    V = diagrams.matrix(
+    w = grid(ax, step["weights"].unsqueeze(-1), (8.0, 0), role="weights", title="weights")
+    V = grid(
         ax,
         step["values"],
         (11.0, 0),
         role="values",
         title="cached values V",
         highlight_rows=[S - 1],
-        **small,
     )
-    v = diagrams.matrix(ax, step["value"], (11.0, -2.0), role="values", **small)
+    v = grid(ax, step["value"], (11.0, -2.0), role="values")
     diagrams.label(ax, (v.right + 0.2, -1.65), "new v", ha="left", fontsize="medium")
-    out = diagrams.matrix(
+    out = grid(
         ax,
         step["output"].unsqueeze(-1),
         (V.right + 2.6, 1.05),
         role="output",
         title="output",
-        **small,
     )
     for small_box, big in ((k, K), (v, V)):
         diagrams.arrow(ax, small_box.top_mid, (big.left + 2.2, big.bottom))
@@ -229,27 +223,9 @@ def rotary_plane() -> Figure:
         diagrams.label(
             ax, (cx, cy - radius - 0.25), f"angle k → q: {between:.1f}°", fontsize="small"
         )
-        cell = (1.2, 0.7)
-        qb = diagrams.matrix(
-            ax,
-            q,
-            (cx - 2.9, -0.6),
-            role="queries",
-            decimals=2,
-            cell=cell,
-            fontsize="small",
-            row_labels=["q"],
-        )
-        kb = diagrams.matrix(
-            ax,
-            k,
-            (cx - 2.9, -1.5),
-            role="keys",
-            decimals=2,
-            cell=cell,
-            fontsize="small",
-            row_labels=["k"],
-        )
+        grid = matrix_style((1.2, 0.7))
+        qb = grid(ax, q, (cx - 2.9, -0.6), role="queries", row_labels=["q"])
+        kb = grid(ax, k, (cx - 2.9, -1.5), role="keys", row_labels=["k"])
         sb = diagrams.matrix(
             ax,
             torch.tensor([score]),

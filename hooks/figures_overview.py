@@ -6,7 +6,7 @@ weights), registered with ``@figure`` and drawn by the figures hook.
 
 from __future__ import annotations
 
-from figure_kit import seeded
+from figure_kit import projection_rows
 from figure_registry import figure
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -97,51 +97,9 @@ def decoder_overview() -> Figure:
 @figure("journey-projections", diagram=True)
 def journey_projections() -> Figure:
     """Seed-123 ``(3, 3)`` weights on "Your journey…": x @ W = queries, keys, values."""
-
-    def build() -> Figure:
-        inputs = examples.your_journey().inputs  # (6, 3)
-        weights = examples.seeded_weights(3, 3)  # seed 123, (3, 3) each
-        fig, ax = diagrams.canvas(7.0, 9.0)
-        cell = (1.2, 0.8)
-        bounds = []
-        y = 0.0
-        for role, name, W in zip(
-            ("queries", "keys", "values"), ("W_query", "W_key", "W_value"), weights, strict=True
-        ):
-            x = diagrams.matrix(
-                ax,
-                inputs,
-                (0, y),
-                decimals=2,
-                cell=cell,
-                fontsize="small",
-                title="x" if y == 0 else None,
-            )
-            diagrams.label(ax, (x.right + 0.5, y + 3 * cell[1]), "@")
-            w = diagrams.matrix(
-                ax,
-                W,
-                (x.right + 1.0, y),
-                role=role,
-                decimals=2,
-                cell=cell,
-                fontsize="small",
-                title=name,
-            )
-            diagrams.label(ax, (w.right + 0.5, y + 3 * cell[1]), "=")
-            out = diagrams.matrix(
-                ax,
-                inputs @ W,
-                (w.right + 1.0, y),
-                role=role,
-                decimals=2,
-                cell=cell,
-                fontsize="small",
-                title=role,
-            )
-            bounds += [x, w, out]
-            y -= 6 * cell[1] + 1.6
-        diagrams.fit(ax, *bounds, margin=0.9)
-        return fig
-
-    return seeded(123, build)
+    inputs = examples.your_journey().inputs  # (6, 3)
+    weights = examples.seeded_weights(3, 3)  # seed 123, (3, 3) each, global RNG untouched
+    fig, ax = diagrams.canvas(7.0, 9.0)
+    bounds = projection_rows(ax, inputs, weights._asdict(), decimals=2, cell=(1.2, 0.8))
+    diagrams.fit(ax, *bounds, margin=0.9)
+    return fig

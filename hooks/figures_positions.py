@@ -8,7 +8,7 @@ colours of ``attnlab.diagrams``, drawn from the package's real tensors.
 from __future__ import annotations
 
 import torch
-from figure_kit import seeded
+from figure_kit import journey_self_attention, matrix_style, seeded
 from figure_registry import figure
 from matplotlib.figure import Figure
 
@@ -31,11 +31,7 @@ def sinusoidal_positions(num_tokens: int, dim: int) -> torch.Tensor:
 @figure("permutation-equivariance", diagram=True)
 def permutation_equivariance() -> Figure:
     """SelfAttentionV2 (seed 789) on the sentence, reversed, and reversed with positions."""
-    return seeded(789, _permutation_equivariance)
-
-
-def _permutation_equivariance() -> Figure:
-    module = attnlab.SelfAttentionV2(d_in=3, d_out=2)  # the first draw after the seed
+    module = journey_self_attention()
     sentence = examples.your_journey()
     inputs = sentence.inputs  # (6, 3)
     words = list(sentence.words)
@@ -46,33 +42,15 @@ def _permutation_equivariance() -> Figure:
         ("reversed", inputs[order], [words[i] for i in order]),
         ("reversed + positions", inputs[order] + pos, [words[i] for i in order]),
     ]
+    grid = matrix_style((1.4, 0.8), fontsize="x-small")
     fig, ax = diagrams.canvas(8.0, 5.2)
     drawn = []
     for p, (title, x, labels) in enumerate(panels):
         left = 1.6 + p * 7.6
         with torch.no_grad():
             out = module(x)  # (6, 2)
-        top = diagrams.matrix(
-            ax,
-            x,
-            (left, 8.2),
-            role="input",
-            decimals=2,
-            row_labels=labels,
-            cell=(1.4, 0.8),
-            fontsize="x-small",
-            title=title,
-        )
-        bottom = diagrams.matrix(
-            ax,
-            out,
-            (left + 0.7, 0),
-            role="output",
-            decimals=3,
-            row_labels=labels,
-            cell=(1.4, 0.8),
-            fontsize="x-small",
-        )
+        top = grid(ax, x, (left, 8.2), role="input", row_labels=labels, title=title)
+        bottom = grid(ax, out, (left + 0.7, 0), role="output", decimals=3, row_labels=labels)
         diagrams.arrow(ax, top.bottom_mid, (bottom.left + 1.4, bottom.top + 0.1))
         diagrams.label(ax, (top.bottom_mid[0] + 0.3, 6.4), "attention", ha="left", fontsize="small")
         drawn += [top, bottom]
@@ -99,58 +77,14 @@ def _multi_head_concat() -> Figure:
         per_head = attnlab.scaled_dot_product_attention(queries, keys, values)[0]  # (2, 6, 2)
         concat = per_head.transpose(0, 1).reshape(6, 4)  # (6, 4)
         output = module.out_proj(concat)  # (6, 4)
-    cell = (1.2, 0.7)
+    grid = matrix_style((1.2, 0.7), fontsize="x-small")
     fig, ax = diagrams.canvas(8.0, 3.0)
-    h1 = diagrams.matrix(
-        ax,
-        per_head[0],
-        (0, 2.6),
-        role="output",
-        decimals=2,
-        cell=cell,
-        fontsize="x-small",
-        title="head 1 (6, 2)",
-    )
-    h2 = diagrams.matrix(
-        ax,
-        per_head[1],
-        (0, -3.4),
-        role="output",
-        decimals=2,
-        cell=cell,
-        fontsize="x-small",
-        title="head 2 (6, 2)",
-    )
-    c = diagrams.matrix(
-        ax,
-        concat,
-        (5.2, -0.4),
-        role="output",
-        decimals=2,
-        cell=cell,
-        fontsize="x-small",
-        title="concatenated (6, 4)",
-    )
-    w = diagrams.matrix(
-        ax,
-        module.out_proj.weight.detach().T,
-        (12.4, 0.0),
-        role="input",
-        decimals=2,
-        cell=cell,
-        fontsize="x-small",
-        title="out_proj: W_O (4, 4)",
-    )
-    o = diagrams.matrix(
-        ax,
-        output,
-        (19.6, -0.4),
-        role="output",
-        decimals=2,
-        cell=cell,
-        fontsize="x-small",
-        title="output (6, 4)",
-    )
+    h1 = grid(ax, per_head[0], (0, 2.6), role="output", title="head 1 (6, 2)")
+    h2 = grid(ax, per_head[1], (0, -3.4), role="output", title="head 2 (6, 2)")
+    c = grid(ax, concat, (5.2, -0.4), role="output", title="concatenated (6, 4)")
+    W_out = module.out_proj.weight.detach().T  # (4, 4): concat @ W_out + bias
+    w = grid(ax, W_out, (12.4, 0.0), role="input", title="out_proj: W_O (4, 4)")
+    o = grid(ax, output, (19.6, -0.4), role="output", title="output (6, 4)")
     diagrams.arrow(ax, h1.right_mid, (c.left, c.top - 1.0))
     diagrams.arrow(ax, h2.right_mid, (c.left, c.bottom + 1.0))
     diagrams.arrow(ax, c.right_mid, w.left_mid, "@")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 import torch
-from figure_kit import seeded, side_by_side
+from figure_kit import journey_self_attention, matrix_style, seeded, side_by_side
 from figure_registry import figure
 from matplotlib.figure import Figure
 
@@ -29,24 +29,20 @@ def causal_mask() -> Figure:
 @figure("causal-weights")
 def causal_weights() -> Figure:
     """``SelfAttentionV2(3, 2)`` weights (seed 789) on "Your journey…", unmasked and causal."""
-
-    def build() -> Figure:
-        words, inputs = examples.your_journey()
-        module = attnlab.SelfAttentionV2(3, 2)
-        with torch.no_grad():
-            queries, keys = module.W_query(inputs), module.W_key(inputs)  # (6, 2) each
-            full = attnlab.attention_weights(queries, keys)  # (6, 6)
-            causal = attnlab.attention_weights(queries, keys, is_causal=True)  # (6, 6)
-        fig, (left, right) = side_by_side(10.0, 4.0)
-        plot.plot_attention(
-            full, words, words, ax=left, vmin=0, vmax=1, colorbar=False, title="no mask"
-        )
-        plot.plot_attention(
-            causal, words, words, ax=right, vmin=0, vmax=1, title="causal: keys j <= i only"
-        )
-        return fig
-
-    return seeded(789, build)
+    words, inputs = examples.your_journey()
+    module = journey_self_attention()
+    with torch.no_grad():
+        queries, keys = module.W_query(inputs), module.W_key(inputs)  # (6, 2) each
+        full = attnlab.attention_weights(queries, keys)  # (6, 6)
+        causal = attnlab.attention_weights(queries, keys, is_causal=True)  # (6, 6)
+    fig, (left, right) = side_by_side(10.0, 4.0)
+    plot.plot_attention(
+        full, words, words, ax=left, vmin=0, vmax=1, colorbar=False, title="no mask"
+    )
+    plot.plot_attention(
+        causal, words, words, ax=right, vmin=0, vmax=1, title="causal: keys j <= i only"
+    )
+    return fig
 
 
 @figure("multi-head")
@@ -170,46 +166,42 @@ def recall_scores() -> Figure:
 @figure("causal-row", diagram=True)
 def causal_row() -> Figure:
     """Row 3 ("starts") of ``SelfAttentionV2(3, 2)`` (seed 789): mask, −∞, renormalised softmax."""
-
-    def build() -> Figure:
-        words, inputs = examples.your_journey()
-        module = attnlab.SelfAttentionV2(3, 2)
-        with torch.no_grad():
-            attn_scores = attnlab.attention_scores(module.W_query(inputs), module.W_key(inputs))
-        row = 2
-        scores = attn_scores[row] / math.sqrt(2)  # (6,) scaled scores of "starts"
-        allowed = attnlab.causal_mask(6)[row]  # (6,) True = may attend
-        masked = scores.masked_fill(~allowed, float("-inf"))
-        fig, ax = diagrams.canvas(8.0, 4.6)
-        cell = (1.7, 0.8)
-        steps = [
-            ("scores / √2", scores, None, 2, "weights"),
-            ("causal mask", allowed.float(), None, 0, "input"),
-            ("masked", masked, ~allowed, 2, "weights"),
-            ("softmax", attnlab.softmax(masked), ~allowed, 3, "weights"),
-            ("no mask", attnlab.softmax(scores), None, 3, "masked"),
-        ]
-        bounds = []
-        for k, (name, values, hide, decimals, role) in enumerate(steps):
-            y = (len(steps) - 1 - k) * 1.4
-            b = diagrams.matrix(
-                ax,
-                values,
-                (0, y),
-                role=role,
-                decimals=decimals,
-                cell=cell,
-                fontsize="small",
-                masked=hide,
-                masked_text="−∞" if k == 2 else "0",
-                col_labels=list(words) if k == 0 else None,
-            )
-            diagrams.label(ax, (b.right + 0.3, y + 0.4), name, ha="left", fontsize="medium")
-            bounds.append(b)
-        diagrams.fit(ax, *bounds, diagrams.Bounds(0, 0, bounds[0].right + 3.4, 7.2))
-        return fig
-
-    return seeded(789, build)
+    words, inputs = examples.your_journey()
+    module = journey_self_attention()
+    with torch.no_grad():
+        attn_scores = attnlab.attention_scores(module.W_query(inputs), module.W_key(inputs))
+    row = 2
+    scores = attn_scores[row] / math.sqrt(2)  # (6,) scaled scores of "starts"
+    allowed = attnlab.causal_mask(6)[row]  # (6,) True = may attend
+    masked = scores.masked_fill(~allowed, float("-inf"))
+    fig, ax = diagrams.canvas(8.0, 4.6)
+    cell = (1.7, 0.8)
+    steps = [
+        ("scores / √2", scores, None, 2, "weights"),
+        ("causal mask", allowed.float(), None, 0, "input"),
+        ("masked", masked, ~allowed, 2, "weights"),
+        ("softmax", attnlab.softmax(masked), ~allowed, 3, "weights"),
+        ("no mask", attnlab.softmax(scores), None, 3, "masked"),
+    ]
+    bounds = []
+    for k, (name, values, hide, decimals, role) in enumerate(steps):
+        y = (len(steps) - 1 - k) * 1.4
+        b = diagrams.matrix(
+            ax,
+            values,
+            (0, y),
+            role=role,
+            decimals=decimals,
+            cell=cell,
+            fontsize="small",
+            masked=hide,
+            masked_text="−∞" if k == 2 else "0",
+            col_labels=list(words) if k == 0 else None,
+        )
+        diagrams.label(ax, (b.right + 0.3, y + 0.4), name, ha="left", fontsize="medium")
+        bounds.append(b)
+    diagrams.fit(ax, *bounds, diagrams.Bounds(0, 0, bounds[0].right + 3.4, 7.2))
+    return fig
 
 
 @figure("head-split", diagram=True)
@@ -229,55 +221,19 @@ def head_split() -> Figure:
             context_vecs, _ = module.attend_heads(split[0], split[1], split[2])  # (1, 2, 6, 2)
             merged = module.merge_heads(context_vecs)  # (1, 6, 4)
         fig, ax = diagrams.canvas(8.0, 4.4)
-        cell = (1.25, 0.7)
-        q = diagrams.matrix(
-            ax,
-            queries[0],
-            (0, 0),
-            role="queries",
-            decimals=2,
-            cell=cell,
-            fontsize="small",
-            title="queries (1, 6, 4)",
-        )
-        heads = []
-        for h in range(2):
-            heads.append(
-                diagrams.matrix(
-                    ax,
-                    split[0][0, h],
-                    (8.5 + 3.8 * h, 0),
-                    role="queries",
-                    decimals=2,
-                    cell=cell,
-                    fontsize="small",
-                    title=f"head {h + 1}",
-                )
+        grid = matrix_style((1.25, 0.7))
+        q = grid(ax, queries[0], (0, 0), role="queries", title="queries (1, 6, 4)")
+        heads = [
+            grid(ax, split[0][0, h], (8.5 + 3.8 * h, 0), role="queries", title=f"head {h + 1}")
+            for h in range(2)
+        ]
+        outs = [
+            grid(
+                ax, context_vecs[0, h], (8.5 + 3.8 * h, -6.6), role="output", title=f"head {h + 1}"
             )
-        outs = []
-        for h in range(2):
-            outs.append(
-                diagrams.matrix(
-                    ax,
-                    context_vecs[0, h],
-                    (8.5 + 3.8 * h, -6.6),
-                    role="output",
-                    decimals=2,
-                    cell=cell,
-                    fontsize="small",
-                    title=f"head {h + 1}",
-                )
-            )
-        m = diagrams.matrix(
-            ax,
-            merged[0],
-            (0, -6.6),
-            role="output",
-            decimals=2,
-            cell=cell,
-            fontsize="small",
-            title="merged (1, 6, 4)",
-        )
+            for h in range(2)
+        ]
+        m = grid(ax, merged[0], (0, -6.6), role="output", title="merged (1, 6, 4)")
         diagrams.arrow(ax, q.right_mid, heads[0].left_mid)
         diagrams.label(
             ax, ((q.right + heads[0].left) / 2, 2.6), "view,\ntranspose", fontsize="small"

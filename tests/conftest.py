@@ -138,8 +138,8 @@ def _group_by_mark(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 # Files whose tests (those not on the built site) share one worker, with the work they
 # all repeat once per process: `attnlab.recall.trained_recall_model()` trains once per
-# process; `import transformers` takes about 4 s (tests/unit/test_llm.py's HF tests mark
-# themselves).
+# process; `import transformers` takes about 4 s (the HF tests in tests/unit mark
+# themselves with support.HF_GROUP).
 SHARED_WORK = {
     "trained-recall-model": {
         "tests/unit/test_recall.py",

@@ -98,3 +98,42 @@ def seeded_randn(*shape: int, seed: int = 0, dtype: Any = None) -> Any:
 
     generator = torch.Generator().manual_seed(seed)
     return torch.randn(shape, generator=generator, dtype=dtype or torch.float32)
+
+
+# --- Hugging Face transformers as a reference (the hf extra) -----------------------------
+
+HF_GROUP = "transformers"
+"""The ``xdist_group`` of the tests against transformers: under ``--dist loadgroup`` they
+share one worker, so transformers (seconds to import) is imported once per run, and only
+when they run. Mark each such test ``@pytest.mark.xdist_group(HF_GROUP)``."""
+
+
+def hf_llama() -> tuple[ModuleType, ModuleType]:
+    """transformers and its Llama modelling module (skips the test without the hf extra)."""
+    import pytest
+
+    transformers = pytest.importorskip("transformers", reason="the hf extra is not installed")
+    from transformers.models.llama import modeling_llama
+
+    return transformers, modeling_llama
+
+
+def hf_llama_attention(heads: int, kv_heads: int, implementation: str) -> Any:
+    """A seeded ``LlamaAttention`` from a small random config (nothing downloaded), width 24,
+    head_dim 6, with its ``LlamaRotaryEmbedding`` as ``.rotary``; biases when ``kv_heads == 2``."""
+    import torch
+
+    transformers, modeling_llama = hf_llama()
+    config = transformers.LlamaConfig(
+        hidden_size=24,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=6,
+        rope_theta=1000.0,
+        attention_bias=kv_heads == 2,
+    )
+    config._attn_implementation = implementation
+    torch.manual_seed(heads * 10 + kv_heads)
+    attn = modeling_llama.LlamaAttention(config, layer_idx=0).eval()
+    attn.rotary = modeling_llama.LlamaRotaryEmbedding(config)
+    return attn

@@ -17,13 +17,15 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from ._validation import check_int, check_positive_int
+from ._validation import check_int, check_positive_int, check_tensor, format_shape
+from .multihead import MultiHeadAttention
 
 __all__ = [
     "EmbeddedSentence",
     "IllustratedExample",
     "QKVWeights",
     "Sentence",
+    "TinyDecoder",
     "build_vocab",
     "dream_big",
     "illustrated",
@@ -31,6 +33,7 @@ __all__ = [
     "random_query_key_pairs",
     "second_sequence",
     "seeded_weights",
+    "tiny_decoder",
     "tokenize",
     "your_journey",
 ]
@@ -321,3 +324,101 @@ def random_query_key_pairs(
     queries = torch.randn(num_pairs, d_k, generator=generator, dtype=torch.float64)
     keys = torch.randn(num_pairs, d_k, generator=generator, dtype=torch.float64)
     return queries, keys
+
+
+class _DecoderBlock(nn.Module):
+    """One pre-norm block: causal multi-head attention, then a feed-forward network."""
+
+    def __init__(self, d: int, num_heads: int) -> None:
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = MultiHeadAttention(d, d, num_heads, causal=True)
+        self.ff = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = x + self.attn(self.norm1(x))  # (B, T, d): tokens exchange information
+        out: Tensor = x + self.ff(self.norm2(x))  # (B, T, d): each token on its own
+        return out
+
+
+class TinyDecoder(nn.Module):
+    """The whole decoder of the big-picture chapter, untrained.
+
+    Token embedding plus a learned position embedding, ``num_blocks`` pre-norm blocks
+    (LayerNorm, causal multi-head attention, residual; LayerNorm, feed-forward,
+    residual), then LayerNorm and a linear map to the vocabulary. The submodules are
+    created in the chapter's order (``embed``, ``position``, ``blocks``, ``to_logits``),
+    so under the same seed they hold the chapter's numbers.
+
+    Args:
+        vocab_size: Number of token ids.
+        d: Width of every token vector.
+        context_length: Most tokens per sequence (rows of the position embedding).
+        num_blocks: Blocks ``N``.
+        num_heads: Attention heads per block; must divide ``d``.
+
+    Shape:
+        token_ids: ``(B, T)`` integers, ``T <= context_length``; result:
+        ``(B, T, vocab_size)``.
+    """
+
+    def __init__(
+        self, vocab_size: int, d: int, context_length: int, num_blocks: int, num_heads: int
+    ) -> None:
+        super().__init__()
+        for name, value in (
+            ("vocab_size", vocab_size),
+            ("d", d),
+            ("context_length", context_length),
+            ("num_blocks", num_blocks),
+            ("num_heads", num_heads),
+        ):
+            check_positive_int(name, value)
+        self.embed, self.position = nn.Embedding(vocab_size, d), nn.Embedding(context_length, d)
+        self.blocks = nn.Sequential(*(_DecoderBlock(d, num_heads) for _ in range(num_blocks)))
+        self.to_logits = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, vocab_size))
+
+    def forward(self, token_ids: Tensor) -> Tensor:
+        """Logits for every position: ``(B, T) -> (B, T, vocab_size)``."""
+        check_tensor("token_ids", token_ids)
+        if token_ids.dtype.is_floating_point or token_ids.dtype.is_complex:
+            raise TypeError(f"token_ids must be an integer tensor; got {token_ids.dtype}")
+        context_length = self.position.num_embeddings
+        if token_ids.dim() != 2 or token_ids.shape[1] > context_length:
+            raise ValueError(
+                f"token_ids must have shape (B, T) with T <= {context_length}; "
+                f"got shape {format_shape(token_ids.shape)}"
+            )
+        T = token_ids.shape[1]
+        x = self.embed(token_ids) + self.position(torch.arange(T, device=token_ids.device))
+        logits: Tensor = self.to_logits(self.blocks(x))  # (B, T, d) -> (B, T, vocab_size)
+        return logits
+
+
+def tiny_decoder(
+    vocab_size: int = 50,
+    d: int = 16,
+    context_length: int = 6,
+    num_blocks: int = 2,
+    num_heads: int = 2,
+    seed: int = 0,
+) -> TinyDecoder:
+    """The big-picture chapter's two-block decoder, built under ``torch.manual_seed(seed)``.
+
+    The global random state is left untouched.
+
+    Args:
+        vocab_size: Number of token ids.
+        d: Width of every token vector.
+        context_length: Most tokens per sequence.
+        num_blocks: Blocks ``N``.
+        num_heads: Attention heads per block.
+        seed: The seed set before the first submodule is created.
+
+    Returns:
+        The untrained [`TinyDecoder`][attnlab.examples.TinyDecoder].
+    """
+    check_int("seed", seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return TinyDecoder(vocab_size, d, context_length, num_blocks, num_heads)

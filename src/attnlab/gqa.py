@@ -109,6 +109,32 @@ class GroupedQueryAttention(AttentionHeads):
         Shape:
             x: ``(T, d_model)`` or ``(B, T, d_model)``; output: the same.
         """
+        context_vecs, _ = self._attend_new_tokens(x, cache)  # (B, H, T, D)
+        output: Tensor = self.o_proj(self.merge_heads(context_vecs))  # (B, T, d_model)
+        return output
+
+    def _attend_new_tokens(
+        self, x: Tensor, cache: KVCache | None = None, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        """Every step of ``forward`` before ``merge_heads``: each head's context vectors.
+
+        Checks ``x`` and ``cache``, projects, splits the heads, rotates queries and keys
+        by their positions (after the cached ones), appends to the cache, then attends
+        causally (within the window, if one is set) through ``attend_heads``.
+
+        Args:
+            x: The new tokens.
+            cache: Optional cache of this layer's earlier keys and values; the chunk's
+                are appended to it.
+            need_weights: Also return each query head's attention weights.
+
+        Returns:
+            ``(context_vecs, attn_weights)``; the weights are ``None`` unless asked for.
+
+        Shape:
+            x: ``(B, T, d_model)`` or ``(T, d_model)``; context_vecs: ``(B, H, T, D)``;
+            attn_weights: ``(B, H, T, S)`` with ``S = len(cache) + T`` (no ``B`` unbatched).
+        """
         x = check_features("x", x, self.d_model, width_name="d_model")
         check_module_input("x", x, self.q_proj.weight)
         if cache is not None and not isinstance(cache, KVCache):
@@ -122,9 +148,9 @@ class GroupedQueryAttention(AttentionHeads):
         if cache is not None:
             keys, values = cache.append(keys, values)  # (B, Hkv, past + T, D)
         mask, is_causal = self._mask(T, keys.shape[-2], x.device)
-        context_vecs, _ = self.attend_heads(queries, keys, values, mask, is_causal)  # (B, H, T, D)
-        output: Tensor = self.o_proj(self.merge_heads(context_vecs))  # (B, T, d_model)
-        return output
+        return self.attend_heads(
+            queries, keys, values, mask, is_causal, need_weights=need_weights
+        )  # (B, H, T, D), (B, H, T, S) or None
 
     def position_queries_keys(
         self, queries: Tensor, keys: Tensor, offset: int = 0

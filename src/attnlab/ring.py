@@ -18,8 +18,9 @@ future. With contiguous shards that leaves rank 0 almost idle and the last rank 
 
 [`run_local`][attnlab.ring.run_local] (at home in ``attnlab.launch``,
 re-exported here for the chapter) starts ``P`` local processes on the gloo backend, bound to
-127.0.0.1, so all of this runs on one CPU; the same ``ring_attention`` runs on NCCL
-across GPUs unchanged.
+127.0.0.1, so all of this runs on one CPU. ``ring_attention`` uses only
+``torch.distributed`` point-to-point calls, which NCCL also provides, but it is tested on
+gloo only.
 """
 
 from __future__ import annotations

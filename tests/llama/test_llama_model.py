@@ -17,7 +17,6 @@ pytest.importorskip("gguf", reason="the llm extra is not installed")
 from attnlab import GroupedQueryAttention
 from attnlab.llama import (
     LlamaAttention,
-    LlamaModel,
     load_smollm2,
     unpermute_rotary_rows,
 )
@@ -50,8 +49,16 @@ def test_load_smollm2_is_memoised_eval_float32_without_grad() -> None:
     assert (c.num_layers, c.d_model, c.num_heads, c.num_kv_heads, c.head_dim) == (30, 576, 9, 3, 64)
     assert (c.vocab_size, c.context_length, tokenizer.vocab_size) == (49152, 8192, 49152)
     assert sum(p.numel() for p in model.parameters()) == 134_515_008
-    assert isinstance(model, LlamaModel)
-    assert isinstance(model.layers[0].attn, GroupedQueryAttention)
+
+
+def test_llama_attention_by_default_is_grouped_query_attention() -> None:
+    """Without ablation or weights, a layer's attention computes GroupedQueryAttention's forward."""
+    model, _ = load_smollm2()
+    attn = model.layers[0].attn
+    x = torch.randn(2, 5, 576, generator=torch.Generator().manual_seed(0))
+    output, attn_weights = attn(x)
+    assert attn_weights is None
+    torch.testing.assert_close(output, GroupedQueryAttention.forward(attn, x), atol=0, rtol=0)
 
 
 def test_loading_does_not_import_transformers() -> None:

@@ -242,4 +242,5 @@ def test_a_chapter_notebook_installs_the_wheel_and_runs_outside_the_repository(
     installed, recorded_files = Path(answer["package"]), answer["files"]
     assert venv in installed.parents, installed
     assert REPO_ROOT not in installed.parents
+    assert set(recorded_files) == set(RESULT_NAMES)
     assert all(venv in Path(path).parents for path in recorded_files.values())

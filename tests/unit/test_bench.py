@@ -201,7 +201,7 @@ def _check_decode(results: dict[str, Any], ts: list[int]) -> None:
     totals = [row["cached_s"] for row in results["steps"]]
     assert totals == sorted(totals)  # the totals of one run's first T steps
     # the two decoders compute the same rows (float32, one layer)
-    assert 0 <= results["max_abs_diff"] < 1e-4
+    assert results["max_abs_diff"] < 1e-4
     head_dim, kv_heads, T = config["head_dim"], config["num_kv_heads"], ts[-1]
     assert results["cache_bytes"] == 2 * kv_heads * T * head_dim * 4  # keys, values, float32
     assert results["kv_cache_bytes_per_token"] == kv_cache_sizes()

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import attnlab
-from attnlab import flash_attention, scaled_dot_product_attention
+from attnlab import flash_attention, scaled_dot_product_attention, sliding_window_mask
 from attnlab.backends import attend
 
 TOL = {torch.float32: 1e-5, torch.float64: 1e-10}
@@ -252,3 +252,25 @@ def test_flash_backend_in_attend_and_modules() -> None:
         mha.backend = "torch"
         torch_out = mha(torch.rand(2, 10, 16, generator=torch.Generator().manual_seed(1)))
     torch.testing.assert_close(flash_out, torch_out)
+
+
+@pytest.mark.parametrize(
+    ("L", "S", "window", "block"),
+    [
+        (17, 17, 4, 4),
+        (17, 17, 1, (3, 5)),
+        (6, 20, 7, 4),
+        (20, 6, 3, (5, 2)),
+        (9, 9, 50, 2),
+    ],
+)
+def test_flash_window_equals_masked_and_torch(
+    L: int, S: int, window: int, block: int | tuple[int, int]
+) -> None:
+    gen = torch.Generator().manual_seed(L * S + window)
+    q, k, v = (torch.randn(2, 3, n, 8, generator=gen) for n in (L, S, S))
+    mask = sliding_window_mask(L, S, window)
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).nan_to_num(0.0)
+    ours = flash_attention(q, k, v, window=window, block_size=block)
+    torch.testing.assert_close(ours, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ours, scaled_dot_product_attention(q, k, v, mask))

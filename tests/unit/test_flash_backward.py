@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnlab import flash_attention
+from attnlab import flash_attention, sliding_window_mask
 
 TOL = {torch.float32: 1e-5, torch.float64: 1e-9}
 
@@ -96,8 +96,6 @@ def test_window_gradients_equal_sdpa(
     L: int, S: int, window: int, block_size: int | tuple[int, int]
 ) -> None:
     """Window blocks: some partly hidden, some entirely inside every row's window."""
-    from attnlab import sliding_window_mask
-
     inputs = _inputs((2, 3, L, 8), S, torch.float64)
     got = flash_attention(*inputs, window=window, block_size=block_size)
     assert got.grad_fn is not None
@@ -116,3 +114,39 @@ def test_window_gradients_equal_sdpa(
     for g, w in zip(got_grads[1:], want_grads[1:], strict=True):
         torch.testing.assert_close(g, w, atol=1e-9, rtol=1e-9)
     assert all(torch.isfinite(g).all() for g in got_grads)
+
+
+@pytest.mark.parametrize("window", [None, 3])
+@pytest.mark.parametrize("group", [1, 3])
+def test_flash_gqa_backward_equals_sdpa_without_repeating_keys(
+    group: int, window: int | None
+) -> None:
+    """enable_gqa's gradients equal SDPA's in float64 (causal, or a window), and the
+    forward saves nothing as large as the repeated keys for the backward."""
+    gen = torch.Generator().manual_seed(group)
+    B, Hkv, L, S, E = 2, 2, 5, 11, 4  # L < S: the queries are the last positions
+    q = torch.randn(B, Hkv * group, L, E, generator=gen, dtype=torch.float64)
+    k = torch.randn(B, Hkv, S, E, generator=gen, dtype=torch.float64)
+    v = torch.randn(B, Hkv, S, E + 1, generator=gen, dtype=torch.float64)
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    grad_out = torch.randn(B, Hkv * group, L, E + 1, generator=gen, dtype=torch.float64)
+    saved: list[torch.Size] = []
+    with torch.autograd.graph.saved_tensors_hooks(
+        lambda t: saved.append(t.shape) or t, lambda t: t
+    ):
+        ours = flash_attention(
+            q, k, v, is_causal=window is None, block_size=(2, 3), window=window, enable_gqa=True
+        )
+    mask = None if window is None else sliding_window_mask(L, S, window)  # end-aligned
+    theirs = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, is_causal=window is None, enable_gqa=True
+    )
+    torch.testing.assert_close(ours, theirs, atol=1e-9, rtol=0)
+    grads = torch.autograd.grad(ours, (q, k, v), grad_out)
+    expected = torch.autograd.grad(theirs, (q, k, v), grad_out)
+    for name, got, want in zip("qkv", grads, expected, strict=True):
+        torch.testing.assert_close(got, want, atol=1e-9, rtol=0, msg=name)
+    repeated_keys = B * Hkv * group * S * E  # what repeat_kv_heads(k, group) would hold
+    assert saved
+    if group > 1:
+        assert all(shape.numel() < repeated_keys for shape in saved), saved

@@ -12,11 +12,13 @@ from hypothesis import strategies as st
 
 import attnlab
 from attnlab import (
+    attend,
     attention_scores,
     attention_weights,
     attention_with_weights,
     causal_mask,
     context_vectors,
+    flash_attention,
     scaled_dot_product_attention,
     softmax,
     softmax_naive,
@@ -260,3 +262,50 @@ def test_no_keys_at_all_gives_zeros_like_torch() -> None:
         scaled_dot_product_attention(q, k, v), F.scaled_dot_product_attention(q, k, v)
     )
     assert torch.equal(scaled_dot_product_attention(q, k, v), torch.zeros(2, 3, 5))
+
+
+@st.composite
+def gqa_case(draw: st.DrawFn) -> dict[str, object]:
+    """Query heads a multiple of the key/value heads, a mask kind, a flash block size."""
+    Hkv = draw(st.integers(1, 3))
+    group = draw(st.integers(1, 3))
+    return {
+        "batch": draw(st.sampled_from([(), (2,)])),
+        "Hq": Hkv * group,
+        "Hkv": Hkv,
+        "L": draw(st.integers(1, 9)),
+        "S": draw(st.integers(1, 9)),
+        "E": draw(st.sampled_from([2, 4, 8])),
+        "mask": draw(st.sampled_from(["none", "causal", "bool", "float"])),
+        "block": draw(st.sampled_from([1, 3, (2, 5), 64])),
+        "seed": draw(st.integers(0, 1000)),
+    }
+
+
+@settings(max_examples=40, deadline=None)
+@given(gqa_case())
+def test_enable_gqa_equals_torch_sdpa(case: dict[str, object]) -> None:
+    gen = torch.Generator().manual_seed(case["seed"])  # type: ignore[arg-type]
+    batch, Hq, Hkv = case["batch"], case["Hq"], case["Hkv"]
+    L, S, E = case["L"], case["S"], case["E"]
+    q = torch.randn(*batch, Hq, L, E, generator=gen)  # type: ignore[misc]
+    k = torch.randn(*batch, Hkv, S, E, generator=gen)  # type: ignore[misc]
+    v = torch.randn(*batch, Hkv, S, E + 1, generator=gen)  # type: ignore[misc]
+    mask, causal = None, case["mask"] == "causal"
+    if case["mask"] == "bool":
+        mask = torch.rand(Hq, L, S, generator=gen) > 0.3  # type: ignore[misc]
+    elif case["mask"] == "float":
+        mask = torch.randn(L, S, generator=gen)  # type: ignore[misc]
+    expected = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, is_causal=causal, enable_gqa=True
+    )
+    if mask is not None and mask.dtype == torch.bool:  # torch gives NaN for empty rows
+        expected = expected.nan_to_num(0.0)
+    explicit = scaled_dot_product_attention(q, k, v, mask, is_causal=causal, enable_gqa=True)
+    block: int | tuple[int, int] = case["block"]  # type: ignore[assignment]
+    flash = flash_attention(q, k, v, mask, is_causal=causal, block_size=block, enable_gqa=True)
+    for backend in ("explicit", "torch", "flash"):
+        got = attend(q, k, v, mask, is_causal=causal, backend=backend, enable_gqa=True)
+        torch.testing.assert_close(got.nan_to_num(0.0), expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(explicit, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(flash, expected, atol=1e-5, rtol=1e-5)

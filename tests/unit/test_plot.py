@@ -33,7 +33,6 @@ def tick_labels(axis_ticks: list[object]) -> list[str]:
 
 def test_attention_heatmap_is_labelled_with_the_tokens() -> None:
     fig = plot_attention(journey_weights(), WORDS, WORDS, title="weights")
-    assert isinstance(fig, Figure)
     heatmap, _colorbar = fig.axes
     assert tick_labels(heatmap.get_xticklabels()) == list(WORDS)
     assert tick_labels(heatmap.get_yticklabels()) == list(WORDS)

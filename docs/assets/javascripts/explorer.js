@@ -30,6 +30,58 @@
     return String(t);
   }
 
+  // A live caption and the list of bars it labels (one bar a key).
+  function captionedBars(captionId) {
+    return [
+      el("p", { className: "attn-explorer__caption", id: captionId, "aria-live": "polite" }),
+      el("div", { className: "attn-explorer__bars", role: "list", "aria-labelledby": captionId }),
+    ];
+  }
+
+  // One key's bar: its label, a track filled to the weight (widthDigits after the point
+  // in the CSS percentage), and the weight as text.
+  function bar(attrs, label, weight, text, widthDigits) {
+    var fill = el("span", { className: "attn-bar__fill" });
+    fill.style.width = (100 * weight).toFixed(widthDigits) + "%";
+    return el("div", attrs, [
+      el("span", { className: "attn-bar__word", text: label }),
+      el("span", { className: "attn-bar__track", "aria-hidden": "true" }, [fill]),
+      el("span", { className: "attn-bar__value", text: text }),
+    ]);
+  }
+
+  // The weight matrix as a table: row = query, column = key, the selected query's row
+  // outlined. cell(i, j) gives the cell's attributes and the weight that shades it
+  // (null: no shading); rowAttrs(i), if given, adds attributes to row i.
+  function fillHeatmap(table, captionText, words, selected, cell, rowAttrs) {
+    table.textContent = "";
+    table.appendChild(el("caption", { text: captionText }));
+    var headRow = el("tr", {}, [el("th", { scope: "col", text: "query \u2193 key \u2192" })]);
+    words.forEach(function (word) {
+      headRow.appendChild(el("th", { scope: "col", text: word }));
+    });
+    table.appendChild(el("thead", {}, [headRow]));
+    var body = el("tbody");
+    words.forEach(function (word, i) {
+      var attrs = { className: i === selected ? "is-selected" : "" };
+      if (rowAttrs) Object.assign(attrs, rowAttrs(i));
+      var tr = el("tr", attrs);
+      tr.appendChild(el("th", { scope: "row", text: word }));
+      words.forEach(function (_, j) {
+        var shaded = cell(i, j);
+        var td = el("td", shaded.attrs);
+        if (shaded.weight !== null) {
+          var pct = Math.round(Math.sqrt(shaded.weight) * HEAT_MAX);
+          td.style.backgroundColor =
+            "color-mix(in srgb, var(--attn-color) " + pct + "%, transparent)";
+        }
+        tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
+    table.appendChild(body);
+  }
+
   function build(root, data) {
     var decimals = data.decimals;
     var temps = data.temperatures;
@@ -84,16 +136,9 @@
       role: "toolbar",
       "aria-label": "Query token (arrow keys move, Enter or Space selects)",
     });
-    var caption = el("p", {
-      className: "attn-explorer__caption",
-      id: "attn-bars-caption",
-      "aria-live": "polite",
-    });
-    var bars = el("div", {
-      className: "attn-explorer__bars",
-      role: "list",
-      "aria-labelledby": "attn-bars-caption",
-    });
+    var captionAndBars = captionedBars("attn-bars-caption");
+    var caption = captionAndBars[0];
+    var bars = captionAndBars[1];
     var table = el("table", { className: "attn-explorer__heatmap" });
     var tableWrap = el("div", { className: "attn-explorer__heatmap-wrap" }, [table]);
 
@@ -134,60 +179,32 @@
     function renderBars(sentence, row) {
       bars.textContent = "";
       row.forEach(function (weight, j) {
-        var fill = el("span", { className: "attn-bar__fill" });
-        fill.style.width = (weight * 100).toFixed(2) + "%";
-        var item = el(
-          "div",
-          {
-            className: "attn-bar" + (masked(state.query, j) ? " attn-bar--masked" : ""),
-            role: "listitem",
-            "data-key": String(j),
-          },
-          [
-            el("span", { className: "attn-bar__word", text: sentence.words[j] }),
-            el("span", { className: "attn-bar__track", "aria-hidden": "true" }, [fill]),
-            el("span", { className: "attn-bar__value", text: weight.toFixed(decimals) }),
-          ]
-        );
-        bars.appendChild(item);
+        var attrs = {
+          className: "attn-bar" + (masked(state.query, j) ? " attn-bar--masked" : ""),
+          role: "listitem",
+          "data-key": String(j),
+        };
+        bars.appendChild(bar(attrs, sentence.words[j], weight, weight.toFixed(decimals), 2));
       });
     }
 
     function renderTable(sentence, matrix) {
-      table.textContent = "";
-      table.appendChild(
-        el("caption", {
-          text:
-            "All attention weights: row = query (who looks), column = key (looked at). " +
-            "Each row sums to 1; stronger shading means more weight; the selected query's row " +
-            "is outlined.",
-        })
+      fillHeatmap(
+        table,
+        "All attention weights: row = query (who looks), column = key (looked at). " +
+          "Each row sums to 1; stronger shading means more weight; the selected query's row " +
+          "is outlined.",
+        sentence.words,
+        state.query,
+        function (i, j) {
+          var weight = matrix[i][j];
+          var attrs = { className: masked(i, j) ? "is-masked" : "", text: weight.toFixed(decimals) };
+          return { attrs: attrs, weight: weight };
+        },
+        function (i) {
+          return { "data-query": String(i) };
+        }
       );
-      var headRow = el("tr", {}, [el("th", { scope: "col", text: "query \u2193 key \u2192" })]);
-      sentence.words.forEach(function (word) {
-        headRow.appendChild(el("th", { scope: "col", text: word }));
-      });
-      table.appendChild(el("thead", {}, [headRow]));
-      var body = el("tbody");
-      matrix.forEach(function (row, i) {
-        var tr = el("tr", {
-          className: i === state.query ? "is-selected" : "",
-          "data-query": String(i),
-        });
-        tr.appendChild(el("th", { scope: "row", text: sentence.words[i] }));
-        row.forEach(function (weight, j) {
-          var td = el("td", {
-            className: masked(i, j) ? "is-masked" : "",
-            text: weight.toFixed(decimals),
-          });
-          var pct = Math.round(Math.sqrt(weight) * HEAT_MAX);
-          td.style.backgroundColor =
-            "color-mix(in srgb, var(--attn-color) " + pct + "%, transparent)";
-          tr.appendChild(td);
-        });
-        body.appendChild(tr);
-      });
-      table.appendChild(body);
     }
 
     function render() {
@@ -278,13 +295,8 @@
   // --- the trained recall model (docs/explorer.md#recall) -----------------
   function bars(weights, keys, values, decimals) {
     return weights.map(function (weight, j) {
-      var fill = el("span", { className: "attn-bar__fill" });
-      fill.style.width = (100 * weight).toFixed(1) + "%";
-      return el("div", { className: "attn-bar", role: "listitem" }, [
-        el("span", { className: "attn-bar__word", text: keys[j] + ":" + values[j] }),
-        el("span", { className: "attn-bar__track", "aria-hidden": "true" }, [fill]),
-        el("span", { className: "attn-bar__value", text: weight.toFixed(decimals) }),
-      ]);
+      var attrs = { className: "attn-bar", role: "listitem" };
+      return bar(attrs, keys[j] + ":" + values[j], weight, weight.toFixed(decimals), 1);
     });
   }
 
@@ -411,16 +423,9 @@
       role: "group",
       "aria-label": "Query token",
     });
-    var caption = el("p", {
-      className: "attn-explorer__caption",
-      id: "llm-bars-caption",
-      "aria-live": "polite",
-    });
-    var bars = el("div", {
-      className: "attn-explorer__bars",
-      role: "list",
-      "aria-labelledby": "llm-bars-caption",
-    });
+    var captionAndBars = captionedBars("llm-bars-caption");
+    var caption = captionAndBars[0];
+    var bars = captionAndBars[1];
     var table = el("table", { className: "attn-explorer__heatmap" });
     root.textContent = "";
     // The matrix can be wider than the page: its scrolling box takes the keyboard focus.
@@ -476,49 +481,22 @@
       bars.textContent = "";
       matrix[state.query].forEach(function (value, j) {
         var weight = value / scale;
-        var fill = el("span", { className: "attn-bar__fill" });
-        fill.style.width = (100 * weight).toFixed(1) + "%";
-        bars.appendChild(
-          el("div", { className: "attn-bar", role: "listitem" }, [
-            el("span", { className: "attn-bar__word", text: words[j] }),
-            el("span", { className: "attn-bar__track", "aria-hidden": "true" }, [fill]),
-            el("span", { className: "attn-bar__value", text: weight.toFixed(decimals) }),
-          ])
-        );
+        var attrs = { className: "attn-bar", role: "listitem" };
+        bars.appendChild(bar(attrs, words[j], weight, weight.toFixed(decimals), 1));
       });
 
-      table.textContent = "";
-      table.appendChild(
-        el("caption", {
-          text:
-            "All of this head's weights: row = query, column = key; later keys are " +
-            "masked (blank). The selected query's row is outlined.",
-        })
-      );
-      var headRow = el("tr", {}, [el("th", { scope: "col", text: "query \u2193 key \u2192" })]);
-      words.forEach(function (word) {
-        headRow.appendChild(el("th", { scope: "col", text: word }));
-      });
-      table.appendChild(el("thead", {}, [headRow]));
-      var body = el("tbody");
-      words.forEach(function (word, i) {
-        var tr = el("tr", { className: i === state.query ? "is-selected" : "" });
-        tr.appendChild(el("th", { scope: "row", text: word }));
-        words.forEach(function (_, j) {
-          if (j > i) {
-            tr.appendChild(el("td", { className: "is-masked", text: "" }));
-            return;
-          }
+      fillHeatmap(
+        table,
+        "All of this head's weights: row = query, column = key; later keys are " +
+          "masked (blank). The selected query's row is outlined.",
+        words,
+        state.query,
+        function (i, j) {
+          if (j > i) return { attrs: { className: "is-masked", text: "" }, weight: null };
           var weight = matrix[i][j] / scale;
-          var td = el("td", { text: weight.toFixed(2) });
-          var pct = Math.round(Math.sqrt(weight) * HEAT_MAX);
-          td.style.backgroundColor =
-            "color-mix(in srgb, var(--attn-color) " + pct + "%, transparent)";
-          tr.appendChild(td);
-        });
-        body.appendChild(tr);
-      });
-      table.appendChild(body);
+          return { attrs: { text: weight.toFixed(2) }, weight: weight };
+        }
+      );
     }
 
     select.addEventListener("change", function () {

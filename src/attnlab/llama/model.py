@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._validation import check_features, check_module_input, format_shape
+from .._validation import format_shape
 from ..gqa import GroupedQueryAttention
 from ..kv_cache import KVCache
 
@@ -166,22 +166,7 @@ class LlamaAttention(GroupedQueryAttention):
             x: ``(B, T, d_model)``; output: ``(B, T, d_model)``; attn_weights:
             ``(B, H, T, S)`` with ``S = len(cache) + T``.
         """
-        x = check_features("x", x, self.d_model, width_name="d_model")
-        check_module_input("x", x, self.q_proj.weight)
-        if cache is not None and not isinstance(cache, KVCache):
-            raise TypeError(f"cache must be a KVCache or None; got {type(cache).__name__}")
-        T = x.shape[-2]
-        past = 0 if cache is None else len(cache)
-        queries = self.split_heads(self.q_proj(x))  # (B, T, H * D) -> (B, H, T, D)
-        keys = self.split_heads(self.k_proj(x))  # (B, T, Hkv * D) -> (B, Hkv, T, D)
-        values = self.split_heads(self.v_proj(x))  # (B, Hkv, T, D)
-        queries, keys = self.position_queries_keys(queries, keys, offset=past)  # rotated
-        if cache is not None:
-            keys, values = cache.append(keys, values)  # (B, Hkv, S, D)
-        mask, is_causal = self._mask(T, keys.shape[-2], x.device)
-        context_vecs, attn_weights = self.attend_heads(
-            queries, keys, values, mask, is_causal, need_weights=need_weights
-        )  # (B, H, T, D), (B, H, T, S) or None
+        context_vecs, attn_weights = self._attend_new_tokens(x, cache, need_weights)
         heads = sorted(set(ablate_heads))
         if heads:
             context_vecs = context_vecs.clone()

@@ -1,0 +1,49 @@
+"""RotaryEmbedding: two equal formulations, scores that depend on distance only, and
+Hugging Face's ``LlamaRotaryEmbedding`` as the reference (built from a config, nothing
+downloaded)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from support import HF_GROUP, hf_llama
+
+from attnlab import RotaryEmbedding
+
+
+def test_rotary_complex_view_equals_rotate_half() -> None:
+    rope = RotaryEmbedding(8, theta=100.0)
+    x = torch.randn(2, 5, 8)
+    positions = torch.arange(3, 8)
+    torch.testing.assert_close(rope(x, positions), rope.rotate_complex(x, positions))
+    torch.testing.assert_close(rope(x, torch.zeros(5, dtype=torch.long)), x)
+
+
+def test_rotary_score_depends_on_distance_only() -> None:
+    rope = RotaryEmbedding(16)
+    q, k = torch.randn(1, 16), torch.randn(1, 16)
+    scores = [
+        (rope(q, torch.tensor([m])) @ rope(k, torch.tensor([m - 3])).T).item() for m in (3, 10, 100)
+    ]
+    assert scores == pytest.approx([scores[0]] * 3, abs=1e-4)
+    moved = (rope(q, torch.tensor([10])) @ rope(k, torch.tensor([5])).T).item()
+    assert not math.isclose(moved, scores[0], abs_tol=1e-3)
+
+
+@pytest.mark.xdist_group(HF_GROUP)
+def test_rotary_equals_hf() -> None:
+    transformers, modeling_llama = hf_llama()
+    config = transformers.LlamaConfig(
+        hidden_size=32, num_attention_heads=4, head_dim=8, rope_theta=500000.0
+    )
+    hf_rope = modeling_llama.LlamaRotaryEmbedding(config)
+    x = torch.randn(1, 4, 6, 8)
+    positions = torch.arange(6)
+    cos, sin = hf_rope(x, positions[None])
+    ours_cos, ours_sin = RotaryEmbedding(8, 500000.0).cos_sin(positions)
+    torch.testing.assert_close(ours_cos, cos[0])
+    torch.testing.assert_close(ours_sin, sin[0])
+    expected, _ = modeling_llama.apply_rotary_pos_emb(x, x, cos, sin)
+    torch.testing.assert_close(RotaryEmbedding(8, 500000.0)(x, positions), expected)
