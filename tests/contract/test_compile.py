@@ -39,6 +39,12 @@ from attnlab import (
     softmax,
     softmax_naive,
 )
+from attnlab.llama import DecoderBlock, LlamaConfig, LlamaModel, RMSNorm, SwiGLU
+
+#: A Llama-architecture model of SmolLM2's layout at toy sizes (random weights).
+TINY_LLAMA = LlamaConfig(
+    vocab_size=50, d_model=16, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=4, ffn_dim=32
+)
 
 pytestmark = pytest.mark.long
 
@@ -53,6 +59,7 @@ def _cases() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...], dict[str, A
         seeded_randn(2, 2, 7, 4, seed=5),
     )
     mask = seeded_randn(5, 7, seed=6) > -1.0
+    ids = torch.randint(0, TINY_LLAMA.vocab_size, (2, 5))  # token ids (B, T)
     return {
         "SelfAttentionV1": (SelfAttentionV1(8, 4), (x,), {}),
         "SelfAttentionV2": (SelfAttentionV2(8, 4), (x,), {}),
@@ -85,6 +92,15 @@ def _cases() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...], dict[str, A
         "attend-explicit": (attend, (q, k, v), {"backend": "explicit"}),
         "attend-flash": (attend, (q, k, v), {"backend": "flash", "attn_mask": mask}),
         "attend-gqa": (attend, (seeded_randn(2, 4, 5, 4), k, v), {"enable_gqa": True}),
+        "LlamaModel": (LlamaModel(TINY_LLAMA).eval(), (ids,), {}),
+        "LlamaModel-attention-and-ablation": (
+            LlamaModel(TINY_LLAMA).eval(),
+            (ids,),
+            {"return_attention": True, "ablate": {1: [0, 3]}},
+        ),
+        "DecoderBlock": (DecoderBlock(TINY_LLAMA), (x.repeat(1, 1, 2),), {}),
+        "RMSNorm": (RMSNorm(8), (x,), {}),
+        "SwiGLU": (SwiGLU(8, 12), (x,), {}),
         "additive_attention_scores": (
             additive_attention_scores,
             (x, context, seeded_randn(8, 4), seeded_randn(6, 4), seeded_randn(4)),
@@ -147,3 +163,12 @@ def test_grouped_query_attention_with_a_cache_compiles() -> None:
                 compiled(chunk, cache=compiled_cache), layer(chunk, cache=eager_cache)
             )
     assert len(compiled_cache) == 6
+
+
+def test_a_compiled_model_still_refuses_ids_outside_the_vocabulary() -> None:
+    """Tracing cannot read the ids' values: the embedding's own check raises instead."""
+    torch.manual_seed(0)
+    model = LlamaModel(TINY_LLAMA).eval()
+    compiled = torch.compile(model, backend="eager", fullgraph=True)
+    with torch.no_grad(), pytest.raises(IndexError, match="out of range"):
+        compiled(torch.tensor([[1, TINY_LLAMA.vocab_size]]))

@@ -364,7 +364,9 @@ class LlamaModel(nn.Module):
         Raises:
             TypeError: Not a tensor, or not an integer dtype.
             ValueError: Not of shape ``(T,)`` or ``(B, T)`` with ``T >= 1``, or an id
-                outside ``0 .. vocab_size - 1``.
+                outside ``0 .. vocab_size - 1``. The range needs the ids' values, which
+                ``torch.compile`` cannot see while it traces: a compiled model leaves
+                that check to the embedding, which raises on an id outside the table.
         """
         if not isinstance(ids, Tensor):
             raise TypeError(f"{name} must be a torch.Tensor of int64 ids; got {type(ids).__name__}")
@@ -375,6 +377,8 @@ class LlamaModel(nn.Module):
                 f"{name} must have shape (T,) or (B, T) with T >= 1; "
                 f"got shape {format_shape(ids.shape)}"
             )
+        if torch.compiler.is_compiling():  # the values are not known while tracing
+            return ids.long().unsqueeze(0) if ids.dim() == 1 else ids.long()
         low, high = int(ids.min()), int(ids.max())
         if low < 0 or high >= self.config.vocab_size:
             raise ValueError(
