@@ -144,6 +144,28 @@ def check_features(
     return tensor
 
 
+def check_vectors(name: str, x: object, width: int, weight: Tensor) -> Tensor:
+    """Check the input of a module that works on each vector alone: ``(..., width)``.
+
+    Args:
+        name: The argument's name, used in the error message.
+        x: The value passed.
+        width: The vector width the module was built for (``d_model``).
+        weight: A parameter of the module: ``x`` must share its device and dtype.
+
+    Returns:
+        ``x``, now known to be a floating tensor of a valid shape, device and dtype.
+    """
+    tensor = check_floating(name, x)
+    if tensor.dim() == 0 or tensor.shape[-1] != width:
+        raise ValueError(
+            f"{name} must have shape (..., d_model) with d_model = {width}; "
+            f"got shape {format_shape(tensor.shape)}"
+        )
+    check_module_input(name, tensor, weight)
+    return tensor
+
+
 def check_attention_args(
     query: object,
     key: object,

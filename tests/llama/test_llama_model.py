@@ -16,7 +16,11 @@ pytest.importorskip("gguf", reason="the llm extra is not installed")
 
 from attnlab import GroupedQueryAttention
 from attnlab.llama import (
+    DecoderBlock,
     LlamaAttention,
+    LlamaConfig,
+    RMSNorm,
+    SwiGLU,
     load_smollm2,
     unpermute_rotary_rows,
 )
@@ -200,6 +204,11 @@ def test_tokenizer_round_trips_and_knows_its_special_tokens() -> None:
         ),
         (lambda m: m(torch.tensor([1]), ablate=[0]), TypeError, "ablate must be a dict"),
         (lambda m: m(torch.tensor([1]), cache=[]), TypeError, "list of 30 KVCache"),
+        (
+            lambda m: m(torch.tensor([1], device="meta")),
+            ValueError,
+            "input_ids is on device meta but the model is on cpu",
+        ),
     ],
 )
 def test_bad_input_is_refused_before_any_arithmetic(call, error, match) -> None:  # type: ignore[no-untyped-def]
@@ -218,3 +227,30 @@ def test_tokenizer_refuses_bad_input() -> None:
         tokenizer.decode([49152])
     with pytest.raises(TypeError, match="integer token ids"):
         tokenizer.decode([1.5])
+
+
+TINY = LlamaConfig(vocab_size=50, d_model=16, num_layers=1, num_heads=4, num_kv_heads=2,
+                   head_dim=4, ffn_dim=32)  # fmt: skip
+PARTS = {
+    "RMSNorm": lambda: RMSNorm(16),
+    "SwiGLU": lambda: SwiGLU(16, 32),
+    "DecoderBlock": lambda: DecoderBlock(TINY),
+}
+
+
+@pytest.mark.parametrize("part", PARTS)
+@pytest.mark.parametrize(
+    ("x", "error", "match"),
+    [
+        (torch.zeros(2, 3, 15), ValueError, r"d_model = 16; got shape \(2, 3, 15\)"),
+        (torch.zeros(2, 3, 16, device="meta"), ValueError, "x is on device meta but the module's"),
+        (torch.zeros(2, 3, 16, dtype=torch.float64), TypeError, "x has dtype torch.float64"),
+        (torch.zeros(2, 3, 16, dtype=torch.long), TypeError, "x must be a floating-point tensor"),
+    ],
+)  # fmt: skip
+def test_the_blocks_parts_refuse_bad_input_with_the_packages_errors(
+    part: str, x: torch.Tensor, error: type[Exception], match: str
+) -> None:
+    """Each part checks its own input before its first operation, not deep in PyTorch."""
+    with pytest.raises(error, match=match):
+        PARTS[part]()(x)

@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._validation import format_shape
+from .._validation import check_vectors, format_shape
 from ..gqa import GroupedQueryAttention
 from ..kv_cache import KVCache
 
@@ -98,6 +98,7 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """Scale each vector to unit root mean square, then by ``weight``."""
+        x = check_vectors("x", x, self.weight.shape[0], self.weight)
         x32 = x.float()
         mean_square = x32.pow(2).mean(-1, keepdim=True)  # (..., 1)
         return self.weight * (x32 * torch.rsqrt(mean_square + self.eps)).to(x.dtype)
@@ -122,6 +123,7 @@ class SwiGLU(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """The gated hidden layer, projected back to ``d_model``."""
+        x = check_vectors("x", x, self.gate_proj.in_features, self.gate_proj.weight)
         hidden = F.silu(self.gate_proj(x)) * self.up_proj(x)  # (..., ffn_dim)
         output: Tensor = self.down_proj(hidden)  # (..., d_model)
         return output
@@ -372,6 +374,11 @@ class LlamaModel(nn.Module):
             raise TypeError(f"{name} must be a torch.Tensor of int64 ids; got {type(ids).__name__}")
         if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
             raise TypeError(f"{name} must hold integer token ids (int64); got dtype {ids.dtype}")
+        if ids.device != self.embed.weight.device:
+            raise ValueError(
+                f"{name} is on device {ids.device} but the model is on "
+                f"{self.embed.weight.device}; move one to the other"
+            )
         if ids.dim() not in (1, 2) or ids.shape[-1] == 0 or ids.numel() == 0:
             raise ValueError(
                 f"{name} must have shape (T,) or (B, T) with T >= 1; "
