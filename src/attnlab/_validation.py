@@ -99,6 +99,15 @@ def check_int(name: str, value: object) -> int:
     return value
 
 
+def check_length(name: str, value: object) -> int:
+    """Return ``value`` if it is an ``int >= 0`` (a sequence length; 0 is empty), else raise."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int >= 0; got {type(value).__name__} {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be an int >= 0; got {value}")
+    return value
+
+
 def check_positive_int(name: str, value: object) -> int:
     """Return ``value`` if it is a positive ``int`` (not a bool), else raise."""
     if isinstance(value, bool) or not isinstance(value, int):

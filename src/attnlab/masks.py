@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ._validation import check_positive_int, check_tensor
+from ._validation import check_length, check_positive_int, check_tensor
 
 __all__ = [
     "apply_mask",
@@ -57,8 +57,8 @@ def causal_mask(L: int, S: int | None = None, device: torch.device | str | None 
         output: ``(L, S)``.
     """
     S = L if S is None else S
-    check_positive_int("L", L)
-    check_positive_int("S", S)
+    check_length("L", L)  # 0 queries or keys: an empty mask, as torch.ones(0, S).tril()
+    check_length("S", S)
     return torch.ones(L, S, dtype=torch.bool, device=device).tril()
 
 
@@ -299,8 +299,8 @@ def sliding_window_mask(
     Shape:
         output: ``(L, S)``.
     """
-    check_positive_int("L", L)
-    check_positive_int("S", S)
+    check_length("L", L)
+    check_length("S", S)
     check_positive_int("window", window)
     positions = torch.arange(L, device=device).unsqueeze(-1) + (S - L)  # (L, 1)
     keys = torch.arange(S, device=device)  # (S,)

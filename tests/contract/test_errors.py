@@ -128,8 +128,8 @@ def test_smaller_functions_check_their_input() -> None:
         attention_weights(
             torch.randn(3, 4), torch.randn(5, 4), attn_mask=torch.ones(5, 3, dtype=torch.bool)
         )
-    with pytest.raises(ValueError, match=r"L must be a positive int; got 0"):
-        causal_mask(0)
+    with pytest.raises(ValueError, match=r"L must be an int >= 0; got -1"):
+        causal_mask(-1)
     with pytest.raises(ValueError, match=r"tokens missing from vocab: \['cake'\]"):
         tokenize("eat cake", {"eat": 0})
 

@@ -22,9 +22,11 @@ from attnlab import (
     MultiHeadAttention,
     attend,
     attention_with_weights,
+    causal_mask,
     flash_attention,
     mask_to_torch,
     scaled_dot_product_attention,
+    sliding_window_mask,
     softmax,
     softmax_naive,
 )
@@ -211,6 +213,13 @@ def test_modules_take_a_dropout_of_one_as_torch_modules_do() -> None:
     x = _randn(2, 3, 8, seed=4).float()
     assert torch.equal(ours(x), ours.out_proj.bias.expand(2, 3, 8))  # only the bias is left
     assert not torch.equal(ours.eval()(x), ours.out_proj.bias.expand(2, 3, 8))
+
+
+@pytest.mark.parametrize(("L", "S"), [(0, 0), (0, 3), (3, 0)])
+def test_masks_of_empty_sequences_are_empty_like_torchs(L: int, S: int) -> None:
+    """No queries or no keys: an empty mask, as ``torch.ones(L, S).tril()`` gives."""
+    assert torch.equal(causal_mask(L, S), torch.ones(L, S, dtype=torch.bool).tril())
+    assert sliding_window_mask(L, S, window=2).shape == (L, S)
 
 
 # --- MultiHeadAttention against nn.MultiheadAttention ----------------------------------
