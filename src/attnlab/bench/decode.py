@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from ..kv_cache import kv_cache_bytes_per_token
-from .measure import CPU_CLOCK, fresh_process_context, in_fresh_process, machine_info
+from .measure import cpu_time_header, fresh_process_context, in_fresh_process
 
 __all__ = ["DECODE_FULL", "DECODE_QUICK", "LLAMA3_8B", "kv_cache_sizes", "run_decode_benchmark"]
 
@@ -112,14 +112,10 @@ def run_decode_benchmark(quick: bool = False) -> dict[str, Any]:
     shape ([`kv_cache_sizes`][attnlab.bench.kv_cache_sizes]).
     """
     config = DECODE_QUICK if quick else DECODE_FULL
-    machine = machine_info()
+    header = cpu_time_header(quick)
     measured = in_fresh_process(fresh_process_context(), _decode_worker, config)
     return {
-        "note": "recorded on a shared 2-core machine, busy with other jobs: "
-        "times are CPU time, not wall-clock",
-        "machine": machine,
-        "quick": quick,
-        "clock": CPU_CLOCK,
+        **header,
         "config": {
             **{key: config[key] for key in ("d_model", "num_heads", "num_kv_heads")},
             "head_dim": config["d_model"] // config["num_heads"],

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from .measure import CPU_CLOCK, fresh_process_context, in_fresh_process, machine_info
+from .measure import cpu_time_header, fresh_process_context, in_fresh_process
 
 __all__ = ["LLM_FULL", "LLM_QUICK", "hf_llama_from", "llm_worker", "run_llm_benchmark"]
 
@@ -222,14 +222,10 @@ def run_llm_benchmark(quick: bool = False) -> dict[str, Any]:
     the load's ``wall_s``.
     """
     spec = LLM_QUICK if quick else LLM_FULL
-    machine = machine_info()
+    header = cpu_time_header(quick)
     measured = in_fresh_process(fresh_process_context(), llm_worker, spec)
     return {
-        "note": "recorded on a shared 2-core machine, busy with other jobs: "
-        "times are CPU time, not wall-clock",
-        "machine": machine,
-        "quick": quick,
-        "clock": CPU_CLOCK,
+        **header,
         "model": "SmolLM2-135M-Instruct (Q4_1 GGUF, dequantised to float32), B = 1",
         **measured,
     }

@@ -133,3 +133,17 @@ def machine_info() -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "load_average_1min": round(load[0], 2),
     }
+
+
+def cpu_time_header(quick: bool) -> dict[str, Any]:
+    """The first fields of a run timed in CPU time: what was measured, where and how.
+
+    Read before the run starts, so the load average is the one the run met.
+    """
+    return {
+        "note": "recorded on a shared 2-core machine, busy with other jobs: "
+        "times are CPU time, not wall-clock",
+        "machine": machine_info(),
+        "quick": quick,
+        "clock": CPU_CLOCK,
+    }

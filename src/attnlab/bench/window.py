@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from .measure import CPU_CLOCK, fresh_process_context, in_fresh_process, machine_info, measure
+from .measure import cpu_time_header, fresh_process_context, in_fresh_process, measure
 
 __all__ = ["WINDOW_FULL", "WINDOW_QUICK", "run_window_benchmark"]
 
@@ -69,7 +69,7 @@ def run_window_benchmark(quick: bool = False) -> dict[str, Any]:
     """
     config = WINDOW_QUICK if quick else WINDOW_FULL
     ctx = fresh_process_context()
-    machine = machine_info()
+    header = cpu_time_header(quick)
     rows = []
     for T in config["T"]:
         for method in ("causal", "window"):
@@ -81,11 +81,7 @@ def run_window_benchmark(quick: bool = False) -> dict[str, Any]:
             }
             rows.append(in_fresh_process(ctx, _window_worker, spec))
     return {
-        "note": "recorded on a shared 2-core machine, busy with other jobs: "
-        "times are CPU time, not wall-clock",
-        "machine": machine,
-        "quick": quick,
-        "clock": CPU_CLOCK,
+        **header,
         "config": {
             **{key: config[key] for key in ("window", "heads", "head_dim")},
             "B": 1,
