@@ -172,8 +172,9 @@ class GroupedQueryAttention(AttentionHeads):
         """
         T = queries.shape[-2]
         positions = torch.arange(offset, offset + T, device=queries.device)  # (T,)
-        # forward checked x once: rotate without checking again
-        return self.rotary.rotate(queries, positions), self.rotary.rotate(keys, positions)
+        cos, sin = self.rotary.cos_sin(positions)  # (T, D) each: one angle table for both
+        rotate = self.rotary.apply_cos_sin  # forward checked x once: no checks again
+        return rotate(queries, cos, sin), rotate(keys, cos, sin)
 
     def _mask(
         self, L: int, S: int, device: torch.device | None = None
@@ -188,12 +189,16 @@ class GroupedQueryAttention(AttentionHeads):
         Returns:
             ``(attn_mask, is_causal)`` for
             [`attend_heads`][attnlab.AttentionHeads.attend_heads]: ``(None, True)``
-            when SDPA's top-left causal flag is the same mask (no window, ``L == S``),
-            else a bool ``(L, S)`` [`sliding_window_mask`][attnlab.sliding_window_mask]
-            (``True`` = may attend; the window is ``S`` when none is set).
+            when SDPA's top-left causal flag is the same mask (no window, ``L == S``);
+            ``(None, False)`` when nothing is hidden (no window and one new token, the
+            last position, which sees every key: each step of decoding); else a bool
+            ``(L, S)`` [`sliding_window_mask`][attnlab.sliding_window_mask] (``True`` =
+            may attend; the window is ``S`` when none is set).
         """
         if self.window is None and L == S:
             return None, True
+        if (self.window is None or self.window >= S) and L == 1:
+            return None, False
         window = S if self.window is None else self.window
         return sliding_window_mask(L, S, window, device=device), False
 

@@ -144,6 +144,26 @@ class RotaryEmbedding(nn.Module):
             x: ``(..., T, D)``; positions: ``(T,)``; output: ``(..., T, D)``.
         """
         cos, sin = self.cos_sin(positions.to(x.device))  # (T, D) each
+        return self.apply_cos_sin(x, cos, sin)
+
+    @staticmethod
+    def apply_cos_sin(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+        """Rotate ``x`` by angles already turned into ``cos`` and ``sin`` (``cos_sin``).
+
+        Queries and keys at the same positions share one ``cos_sin``: computed once,
+        applied to both.
+
+        Args:
+            x: Vectors, one per position, last dim ``D``.
+            cos: ``cos_sin(positions)[0]``.
+            sin: ``cos_sin(positions)[1]``.
+
+        Returns:
+            The rotated vectors, in ``x``'s dtype.
+
+        Shape:
+            x: ``(..., T, D)``; cos, sin: ``(T, D)``; output: ``(..., T, D)``.
+        """
         rotated = x.float() * cos + rotate_half(x.float()) * sin
         return rotated.to(x.dtype)
 

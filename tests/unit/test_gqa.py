@@ -52,3 +52,20 @@ def test_window_module_equals_masked_reference() -> None:
         unwindowed = GroupedQueryAttention(16, num_heads=2)
         unwindowed.load_state_dict(module.state_dict())
         assert not torch.allclose(module(x)[5:], unwindowed(x)[5:])
+
+
+@pytest.mark.parametrize(("window", "S", "masked"), [(None, 6, False), (6, 6, False), (3, 6, True)])
+def test_one_new_token_needs_a_mask_only_when_a_window_hides_keys(
+    window: int | None, S: int, masked: bool
+) -> None:
+    """A decoding step (one query, the last position) sees every key unless a window cuts."""
+    torch.manual_seed(0)
+    layer = GroupedQueryAttention(16, 4, 2, window=window).eval()
+    attn_mask, is_causal = layer._mask(1, S)
+    assert (attn_mask is not None) == masked and not is_causal
+    x = torch.randn(1, S, 16)
+    cache = KVCache()
+    with torch.no_grad():
+        layer(x[:, :-1], cache=cache)
+        last = layer(x[:, -1:], cache=cache)  # (1, 1, 16): one step through the cache
+        torch.testing.assert_close(last, layer(x)[:, -1:])  # the full forward's last row
