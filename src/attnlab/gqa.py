@@ -18,10 +18,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ._validation import check_features, check_module_input, check_positive_int
+from ._validation import check_features, check_mask, check_module_input, check_positive_int
 from .backends import Backend, check_backend
 from .kv_cache import KVCache
-from .masks import sliding_window_mask
+from .masks import combine_masks, sliding_window_mask
 from .multihead import AttentionHeads
 from .rotary import RotaryEmbedding
 
@@ -95,13 +95,18 @@ class GroupedQueryAttention(AttentionHeads):
         self.o_proj = nn.Linear(H * D, d_model, bias=bias)
         self.rotary = RotaryEmbedding(D, rope_theta)
 
-    def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
+    def forward(
+        self, x: Tensor, cache: KVCache | None = None, *, attn_mask: Tensor | None = None
+    ) -> Tensor:
         """Attend causally over ``x`` (after the cached positions, if a cache is given).
 
         Args:
             x: The new tokens.
             cache: Optional cache of this layer's earlier keys and values; the chunk's
                 are appended to it.
+            attn_mask: Optional extra mask, combined with the causal (and window) rule:
+                bool ``True`` = may attend (e.g. ``False`` at padding keys), or float
+                added to the scores; broadcastable to ``(B, H, T, S)``.
 
         Returns:
             The output for the new tokens.
@@ -109,12 +114,17 @@ class GroupedQueryAttention(AttentionHeads):
         Shape:
             x: ``(T, d_model)`` or ``(B, T, d_model)``; output: the same.
         """
-        context_vecs, _ = self._attend_new_tokens(x, cache)  # (B, H, T, D)
+        context_vecs, _ = self._attend_new_tokens(x, cache, attn_mask=attn_mask)  # (B, H, T, D)
         output: Tensor = self.o_proj(self.merge_heads(context_vecs))  # (B, T, d_model)
         return output
 
     def _attend_new_tokens(
-        self, x: Tensor, cache: KVCache | None = None, need_weights: bool = False
+        self,
+        x: Tensor,
+        cache: KVCache | None = None,
+        need_weights: bool = False,
+        *,
+        attn_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """Every step of ``forward`` before ``merge_heads``: each head's context vectors.
 
@@ -127,6 +137,8 @@ class GroupedQueryAttention(AttentionHeads):
             cache: Optional cache of this layer's earlier keys and values; the chunk's
                 are appended to it.
             need_weights: Also return each query head's attention weights.
+            attn_mask: Optional extra mask (bool ``True`` = may attend, or float),
+                combined with the causal rule.
 
         Returns:
             ``(context_vecs, attn_weights)``; the weights are ``None`` unless asked for.
@@ -141,6 +153,9 @@ class GroupedQueryAttention(AttentionHeads):
             raise TypeError(f"cache must be a KVCache or None; got {type(cache).__name__}")
         T = x.shape[-2]
         past = 0 if cache is None else len(cache)
+        if attn_mask is not None:
+            batch = tuple(x.shape[:-2])
+            check_mask("attn_mask", attn_mask, (*batch, self.num_heads, T, past + T), x)
         queries = self.split_heads(self.q_proj(x))  # (B, T, H * D) -> (B, H, T, D)
         keys = self.split_heads(self.k_proj(x))  # (B, T, Hkv * D) -> (B, Hkv, T, D)
         values = self.split_heads(self.v_proj(x))  # (B, Hkv, T, D)
@@ -148,6 +163,9 @@ class GroupedQueryAttention(AttentionHeads):
         if cache is not None:
             keys, values = cache.append(keys, values)  # (B, Hkv, past + T, D)
         mask, is_causal = self._mask(T, keys.shape[-2], x.device)
+        if attn_mask is not None:  # the rule as a mask, combined with the caller's
+            rule = mask if mask is not None else sliding_window_mask(T, keys.shape[-2], T + past)
+            mask, is_causal = combine_masks(rule, attn_mask, dtype=x.dtype), False
         return self.attend_heads(
             queries, keys, values, mask, is_causal, need_weights=need_weights
         )  # (B, H, T, D), (B, H, T, S) or None

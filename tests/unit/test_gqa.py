@@ -69,3 +69,41 @@ def test_one_new_token_needs_a_mask_only_when_a_window_hides_keys(
         layer(x[:, :-1], cache=cache)
         last = layer(x[:, -1:], cache=cache)  # (1, 1, 16): one step through the cache
         torch.testing.assert_close(last, layer(x)[:, -1:])  # the full forward's last row
+
+
+@pytest.mark.xdist_group(HF_GROUP)
+@pytest.mark.parametrize("backend", ["torch", "explicit", "flash"])
+def test_attn_mask_hides_padding_keys_as_transformers_does(backend: str) -> None:
+    """attn_mask (True = may attend) combined with the causal rule equals Hugging Face's
+    LlamaAttention given the same causal-and-padding mask, at every real query."""
+    attn = hf_llama_attention(4, 2, "eager")
+    ours = GroupedQueryAttention.from_hf(attn, backend=backend)  # type: ignore[arg-type]
+    x = torch.randn(2, 7, 24)
+    real = torch.ones(2, 7, dtype=torch.bool)
+    real[0, :3] = False  # row 0 left-padded by three tokens
+    real[1, 5:] = False  # row 1 right-padded by two
+    allowed = torch.ones(7, 7, dtype=torch.bool).tril() & real[:, None, None, :]  # (B, 1, T, T)
+    cos, sin = attn.rotary(x, torch.arange(7)[None])
+    hf_mask = torch.zeros(allowed.shape).masked_fill(~allowed, torch.finfo(x.dtype).min)
+    with torch.no_grad():
+        expected, _ = attn(x, position_embeddings=(cos, sin), attention_mask=hf_mask)
+        output = ours(x, attn_mask=real[:, None, None, :])  # (B, 1, 1, S): padding keys
+    torch.testing.assert_close(output[real], expected[real], atol=1e-5, rtol=1e-5)
+
+
+def test_attn_mask_is_checked_and_combines_with_the_cache() -> None:
+    """A mask of the wrong shape is refused by name; with a cache it spans every key."""
+    torch.manual_seed(0)
+    layer = GroupedQueryAttention(16, 4, 2).eval()
+    x = torch.randn(2, 6, 16)
+    with pytest.raises(ValueError, match=r"attn_mask must broadcast to \(N, \.\.\., L, S\)"):
+        layer(x, attn_mask=torch.ones(2, 1, 1, 5, dtype=torch.bool))
+    hide = torch.ones(2, 1, 1, 6, dtype=torch.bool)
+    hide[:, ..., 1] = False  # key 1 hidden from every query
+    with torch.no_grad():
+        full = layer(x, attn_mask=hide)
+        cache = KVCache()
+        layer(x[:, :4], cache=cache, attn_mask=hide[..., :4])
+        step = layer(x[:, 4:], cache=cache, attn_mask=hide)  # 2 new queries over 6 keys
+    torch.testing.assert_close(step, full[:, 4:])
+    assert not torch.allclose(full[:, 2:], layer(x)[:, 2:])  # the mask changed something

@@ -152,6 +152,8 @@ class LlamaAttention(GroupedQueryAttention):
         cache: KVCache | None = None,
         ablate_heads: Iterable[int] = (),
         need_weights: bool = False,
+        *,
+        attn_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """Attend causally over ``x`` after the cached positions.
 
@@ -160,6 +162,9 @@ class LlamaAttention(GroupedQueryAttention):
             cache: This layer's keys and values so far; the chunk's are appended.
             ablate_heads: Query heads (``0 .. H-1``) whose outputs are zeroed.
             need_weights: Also return the attention weights.
+            attn_mask: Optional extra mask combined with the causal rule: bool ``True``
+                = may attend (``False`` at padding), or float added; broadcastable to
+                ``(B, H, T, S)``.
 
         Returns:
             ``(output, attn_weights)``; the weights are ``None`` unless asked for.
@@ -168,7 +173,9 @@ class LlamaAttention(GroupedQueryAttention):
             x: ``(B, T, d_model)``; output: ``(B, T, d_model)``; attn_weights:
             ``(B, H, T, S)`` with ``S = len(cache) + T``.
         """
-        context_vecs, attn_weights = self._attend_new_tokens(x, cache, need_weights)
+        context_vecs, attn_weights = self._attend_new_tokens(
+            x, cache, need_weights, attn_mask=attn_mask
+        )  # (B, H, T, D), (B, H, T, S) or None
         heads = sorted(set(ablate_heads))
         if heads:
             context_vecs = context_vecs.clone()
@@ -201,9 +208,17 @@ class DecoderBlock(nn.Module):
         cache: KVCache | None = None,
         ablate_heads: Iterable[int] = (),
         need_weights: bool = False,
+        *,
+        attn_mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None]:
-        """The block's output and (if asked) its attention weights."""
-        attn_out, attn_weights = self.attn(self.attn_norm(x), cache, ablate_heads, need_weights)
+        """The block's output and (if asked) its attention weights.
+
+        ``attn_mask`` (bool ``True`` = may attend, broadcastable to ``(B, H, T, S)``)
+        is combined with the layer's causal rule, e.g. to hide padding keys.
+        """
+        attn_out, attn_weights = self.attn(
+            self.attn_norm(x), cache, ablate_heads, need_weights, attn_mask=attn_mask
+        )
         x = x + attn_out  # residual: (B, T, d_model)
         x = x + self.ffn(self.ffn_norm(x))  # residual: (B, T, d_model)
         return x, attn_weights
