@@ -11,6 +11,7 @@ from . import examples, ring
 from .additive import AdditiveAttention, additive_attention_scores
 from .backends import BACKENDS, Backend, attend
 from .causal import CausalAttention
+from .check import AttentionCheck, check_causal_self_attention
 from .flash import flash_attention, flash_visited_blocks
 from .functional import (
     attention_scores,
@@ -39,6 +40,7 @@ from .self_attention import SelfAttentionV1, SelfAttentionV2
 __all__ = [
     "BACKENDS",
     "AdditiveAttention",
+    "AttentionCheck",
     "AttentionHeads",
     "Backend",
     "CausalAttention",
@@ -56,6 +58,7 @@ __all__ = [
     "attention_weights",
     "attention_with_weights",
     "causal_mask",
+    "check_causal_self_attention",
     "check_gqa_heads",
     "context_vectors",
     "examples",
