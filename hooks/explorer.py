@@ -1,9 +1,9 @@
 """MkDocs hook: export the attention explorer's numbers at build time.
 
 Writes ``assets/explorer-data.json`` into the built site from
-``attnlab.explorer.explorer_data()``, so the explorer page shows the package's own
+``explorer_data()`` (``hooks/explorer_data.py``), so the explorer page shows the package's own
 numbers and no JavaScript recomputes them: the toy sentences' weights, the recall
-models' and every head of the real model, SmolLM2 (``attnlab.explorer.llm_data``).
+models' and every head of the real model, SmolLM2 (``llm_data``).
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 
 from build_cache import cached_text, source_key
+from explorer_data import explorer_data
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
-
-from attnlab.explorer import explorer_data
 
 DATA_PATH = "assets/explorer-data.json"
 EXPLORER_PAGE = "explorer.md"

@@ -6,12 +6,12 @@ from collections.abc import Callable
 from functools import partial
 from typing import TypeVar
 
+import diagrams
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 import attnlab
-from attnlab import diagrams
 
 __all__ = [
     "SMALL_CELL",
@@ -53,7 +53,7 @@ def side_by_side(width: float, height: float) -> tuple[Figure, list[Axes]]:
 def matrix_style(
     cell: tuple[float, float], *, decimals: int = 2, fontsize: str = "small"
 ) -> Callable[..., diagrams.Bounds]:
-    """``attnlab.diagrams.matrix`` with one figure's cell size, decimals and font size set.
+    """``diagrams.matrix`` with one figure's cell size, decimals and font size set.
 
     The grids of a diagram share these three; a call still passes its own ``role``,
     ``title`` or labels, and may override any of the three.

@@ -8,13 +8,13 @@ under the name that pages use (``![alt](../figures/<name>.svg "caption")``)::
     @figure("journey-weights")
     def journey_weights() -> Figure: ...
 
-    @figure("causal-row", diagram=True)  # a conceptual diagram (attnlab.diagrams' roles)
+    @figure("causal-row", diagram=True)  # a conceptual diagram (diagrams.py's roles)
     def causal_row() -> Figure: ...
 
 Every ``hooks/figures_*.py`` module is imported by the figures hook
 (``hooks/figures.py``, through :func:`load_figure_modules`), so a figure is listed
 exactly where it is defined: ``FIGURES`` (every figure) and ``DIAGRAMS`` (the
-conceptual diagrams, each drawn in the role colours of ``attnlab.diagrams``; every
+conceptual diagrams, each drawn in the role colours of ``hooks/diagrams.py``; every
 main-line chapter shows at least one) are live views of one registry and cannot drift
 apart.
 """
@@ -65,7 +65,7 @@ def figure(name: str, *, diagram: bool = False) -> Callable[[Builder], Builder]:
     Args:
         name: The figure's name, lower-case words joined by hyphens (``"head-split"``).
         diagram: True for a conceptual diagram drawn in the role colours of
-            ``attnlab.diagrams``.
+            ``hooks/diagrams.py``.
 
     Returns:
         A decorator that registers the function and returns it unchanged.

@@ -3,7 +3,7 @@
 Figures are defined in the ``hooks/figures_<section>.py`` modules, one per section of
 the site, each registered where it is drawn with ``@figure(name)`` from
 ``hooks/figure_registry.py`` (``diagram=True`` for a conceptual diagram in the role
-colours of ``attnlab.diagrams``). This hook imports every ``hooks/figures_*.py`` module
+colours of ``hooks/diagrams.py``). This hook imports every ``hooks/figures_*.py`` module
 (a new module needs no listing anywhere) and renders each registered figure twice to
 SVG, once per colour scheme, with text drawn as paths (no font needed) on a
 transparent background:

@@ -2,13 +2,14 @@
 
 Each figure is registered with ``@figure`` (``hooks/figure_registry.py``) and drawn
 by the figures hook (``hooks/figures.py``); ``diagram=True`` marks a conceptual diagram
-in the role colours of ``attnlab.diagrams``.
+in the role colours of ``hooks/diagrams.py``.
 """
 
 from __future__ import annotations
 
 import math
 
+import diagrams
 import torch
 from figure_kit import journey_self_attention
 from figure_registry import figure
@@ -16,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 import attnlab
-from attnlab import diagrams, examples
+from attnlab import examples
 
 
 @figure("bench-time")
@@ -131,7 +132,9 @@ def flash_tiles() -> Figure:
 @figure("ring-schedule", diagram=True)
 def ring_schedule() -> Figure:
     """Causal ring attention on 4 ranks: work per rank and step, contiguous vs zig-zag."""
-    from attnlab import diagrams, ring
+    import diagrams
+
+    from attnlab import ring
 
     fig, ax = diagrams.canvas(8.0, 2.8)
     bounds = []
@@ -163,7 +166,7 @@ def ring_schedule() -> Figure:
 @figure("flash-backward-blocks", diagram=True)
 def flash_backward_blocks() -> Figure:
     """The backward pass of one tiny attention: P, dP and dS = P * (dP - D), as numbers."""
-    from attnlab import diagrams
+    import diagrams
 
     gen = torch.Generator().manual_seed(0)
     q, k, v, grad_out = (torch.randn(4, 2, generator=gen) for _ in range(4))

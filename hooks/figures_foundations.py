@@ -2,7 +2,7 @@
 
 Each figure is registered with ``@figure`` (``hooks/figure_registry.py``) and drawn
 by the figures hook (``hooks/figures.py``); ``diagram=True`` marks a conceptual diagram
-in the role colours of ``attnlab.diagrams``.
+in the role colours of ``hooks/diagrams.py``.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import math
 
+import diagrams
 import torch
 from figure_kit import (
     SMALL_CELL,
@@ -23,7 +24,7 @@ from figure_registry import figure
 from matplotlib.figure import Figure
 
 import attnlab
-from attnlab import diagrams, examples, plot
+from attnlab import examples, plot
 
 
 @figure("embedding")

@@ -2,13 +2,14 @@
 
 Each figure is registered with ``@figure`` (``hooks/figure_registry.py``) and drawn
 by the figures hook (``hooks/figures.py``); ``diagram=True`` marks a conceptual diagram
-in the role colours of ``attnlab.diagrams``.
+in the role colours of ``hooks/diagrams.py``.
 """
 
 from __future__ import annotations
 
 import math
 
+import diagrams
 import torch
 from figure_kit import matrix_style
 from figure_registry import figure
@@ -16,7 +17,6 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 import attnlab
-from attnlab import diagrams
 
 
 @figure("decode-time")

@@ -6,12 +6,13 @@ weights), registered with ``@figure`` and drawn by the figures hook.
 
 from __future__ import annotations
 
+import diagrams
 from figure_kit import projection_rows
 from figure_registry import figure
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from attnlab import diagrams, examples
+from attnlab import examples
 
 _CENTRE_X = 4.0
 _BOX_WIDTH = 6.0

@@ -2,18 +2,19 @@
 
 Each figure is registered with ``@figure`` (``hooks/figure_registry.py``) and drawn
 by the figures hook (``hooks/figures.py``); both are conceptual diagrams in the role
-colours of ``attnlab.diagrams``, drawn from the package's real tensors.
+colours of ``hooks/diagrams.py``, drawn from the package's real tensors.
 """
 
 from __future__ import annotations
 
+import diagrams
 import torch
 from figure_kit import journey_self_attention, matrix_style, seeded
 from figure_registry import figure
 from matplotlib.figure import Figure
 
 import attnlab
-from attnlab import diagrams, examples
+from attnlab import examples
 
 
 def sinusoidal_positions(num_tokens: int, dim: int) -> torch.Tensor:

@@ -2,13 +2,14 @@
 
 Each figure is registered with ``@figure`` (``hooks/figure_registry.py``) and drawn
 by the figures hook (``hooks/figures.py``); ``diagram=True`` marks a conceptual diagram
-in the role colours of ``attnlab.diagrams``.
+in the role colours of ``hooks/diagrams.py``.
 """
 
 from __future__ import annotations
 
 import math
 
+import diagrams
 import torch
 from figure_kit import journey_self_attention, matrix_style, seeded, side_by_side
 from figure_registry import figure
@@ -16,7 +17,7 @@ from matplotlib.figure import Figure
 
 import attnlab
 import attnlab.recall
-from attnlab import diagrams, examples, plot
+from attnlab import examples, plot
 
 
 @figure("causal-mask")
@@ -108,7 +109,7 @@ def recall_model() -> Figure:
     task, real = trained.task, int(batch.present[0].sum())
     with torch.no_grad():
         logits, attn_weights = trained(batch)
-    return plot.plot_retrieval(
+    return diagrams.plot_retrieval(
         f"{task.key_name(int(batch.query[0]))} ?",
         [task.key_name(int(k)) for k in batch.keys[0, :real]],
         [str(int(v)) for v in batch.values[0, :real]],

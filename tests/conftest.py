@@ -143,7 +143,7 @@ def _group_by_mark(config: pytest.Config, items: list[pytest.Item]) -> None:
 SHARED_WORK = {
     "trained-recall-model": {
         "tests/unit/test_recall.py",
-        "tests/unit/test_explorer.py",
+        "tests/site/test_explorer_data.py",
         "docs/explorer.md",
         "docs/transformer/watch-attention-learn.md",
     },

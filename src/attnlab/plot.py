@@ -29,15 +29,14 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 from torch import Tensor
 
 from ._validation import check_tensor, format_shape
-from .diagrams import ROLE_COLOURS
 
 __all__ = [
+    "ROLE_COLOURS",
     "plot_attention",
     "plot_decode",
     "plot_heads",
     "plot_loss",
     "plot_mask",
-    "plot_retrieval",
     "plot_softmax_scaling",
     "plot_sweep",
     "plot_variance_vs_dim",
@@ -45,6 +44,18 @@ __all__ = [
 ]
 
 CMAP = "viridis"
+
+#: One colour per role, kept on every diagram of the site (Okabe-Ito based, colour-blind
+#: safe; each passes 3:1 contrast on white and on black).
+ROLE_COLOURS: dict[str, str] = {
+    "input": "#808080",  # grey: embeddings, anything without a role
+    "queries": "#d55e00",  # vermillion
+    "keys": "#0072b2",  # blue
+    "values": "#009e73",  # bluish green
+    "weights": "#a65fbf",  # purple: scores and attention weights
+    "output": "#b07d00",  # dark gold: context vectors
+    "masked": "#808080",  # grey, drawn faded: masked or skipped cells
+}
 
 
 def _check_rank(name: str, tensor: Tensor, rank: int, wanted: str) -> None:
@@ -435,88 +446,6 @@ def plot_loss(loss: Sequence[float], *, title: str | None = None, ax: Axes | Non
     ax.set_xlabel("training step")
     ax.set_ylabel("cross-entropy loss")
     ax.grid(True, which="major", alpha=0.3)
-    if title is not None:
-        ax.set_title(title)
-    return fig
-
-
-def plot_retrieval(
-    query_label: str,
-    key_labels: Sequence[str],
-    value_labels: Sequence[str],
-    weights: Tensor,
-    answer: str,
-    *,
-    title: str | None = None,
-) -> Figure:
-    """Draw one query retrieving from stored key-value pairs: attention as a lookup.
-
-    The stored pairs form a column of key and value boxes; arrows from the query to
-    each pair are labelled with its attention weight and drawn thicker for larger
-    weights; the weighted sum of the values leads to the answer.
-
-    Args:
-        query_label: Text of the query box.
-        key_labels: Text of each stored key (``S`` entries).
-        value_labels: Text of each stored value (``S`` entries).
-        weights: The query's attention weight on each pair.
-        answer: Text of the output box.
-        title: Figure title.
-
-    Returns:
-        The diagram.
-
-    Shape:
-        weights: ``(S,)``.
-    """
-    weights = check_tensor("weights", weights)
-    _check_rank("weights", weights, 1, "(S,)")
-    S = weights.shape[0]
-    keys = _check_labels("key_labels", key_labels, S, "weights (S)")
-    values = _check_labels("value_labels", value_labels, S, "weights (S)")
-    fig = Figure(figsize=(7.0, 0.9 + 0.7 * S), layout="constrained")
-    ax = fig.add_subplot()
-    ax.set_xlim(0, 10)
-    ax.set_ylim(-0.8, S - 0.2)
-    ax.axis("off")
-    middle = (S - 1) / 2
-
-    def box(x: float, y: float, text: str, role: str, width: float = 1.1) -> None:
-        colour = ROLE_COLOURS[role]
-        ax.add_patch(
-            mpl.patches.FancyBboxPatch(
-                (x - width / 2, y - 0.27), width, 0.54, boxstyle="round,pad=0.04",
-                facecolor=colour, edgecolor=colour, alpha=0.9,
-            )
-        )  # fmt: skip
-        ax.text(x, y, text, ha="center", va="center", color="white", fontweight="bold")
-
-    box(1.0, middle, query_label, "queries", width=1.4)
-    for j in range(S):
-        y = S - 1 - j
-        weight = float(weights[j])
-        box(5.6, y, keys[j], "keys", width=0.9)
-        box(6.6, y, values[j], "values", width=0.9)
-        ax.annotate(
-            "", xy=(5.1, y), xytext=(1.75, middle),
-            arrowprops={"arrowstyle": "-|>", "color": ROLE_COLOURS["weights"],
-                        "linewidth": 0.6 + 5.0 * weight, "alpha": 0.35 + 0.65 * weight},
-        )  # fmt: skip
-        # beside the arrow's tip, on the side its line does not come from
-        ax.text(
-            4.95, y + (0.3 if y >= middle else -0.3), f"{weight:.2f}",
-            ha="right", va="center", color=ROLE_COLOURS["weights"], fontweight="bold",
-        )  # fmt: skip
-        ax.annotate(
-            "", xy=(8.3, middle), xytext=(7.1, y),
-            arrowprops={"arrowstyle": "-", "color": ROLE_COLOURS["values"],
-                        "linewidth": 0.5 + 4.0 * weight, "alpha": 0.3 + 0.7 * weight},
-        )  # fmt: skip
-    box(9.0, middle, answer, "output", width=1.4)
-    ax.text(1.0, middle - 0.55, "query", ha="center", va="top", fontsize="small")
-    ax.text(6.1, -0.6, "stored pairs: key | value", ha="center", va="top", fontsize="small")
-    ax.text(9.0, middle - 0.55, "weighted sum\nof values", ha="center", va="top",
-            fontsize="small")  # fmt: skip
     if title is not None:
         ax.set_title(title)
     return fig

@@ -235,9 +235,9 @@ def test_explorer_is_accessible_in_both_schemes(page: Any, site_url: str) -> Non
 
 def test_recall_explorer_shows_the_models_weights(page: Any, site_url: str) -> None:
     """The recall view's bars are recall_data()'s weights; a question click switches them."""
-    from attnlab.explorer import recall_data
+    from support import load_hook
 
-    data = recall_data()["sequences"]
+    data = load_hook("explorer_data").recall_data()["sequences"]
     page.goto(site_url + "explorer/")
     page.wait_for_selector("#recall-explorer[data-ready='true']")
     values = page.locator("#recall-explorer .attn-bar__value").all_inner_texts()

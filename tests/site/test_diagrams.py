@@ -6,8 +6,11 @@ import matplotlib as mpl
 import matplotlib.style
 import pytest
 import torch
+from support import load_hook
 
-from attnlab import diagrams, examples
+from attnlab import examples
+
+diagrams = load_hook("diagrams")  # hooks/diagrams.py: site code, not the package
 
 
 def contrast(first: str, second: str) -> float:
@@ -63,3 +66,14 @@ def test_bad_input_is_refused() -> None:
         diagrams.matrix(ax, torch.ones(2, 2), (0, 0), masked=torch.ones(2, dtype=torch.bool))
     with pytest.raises(TypeError):
         diagrams.matrix(ax, [1.0, 2.0], (0, 0))  # type: ignore[arg-type]
+
+
+def test_retrieval_diagram_writes_each_weight_and_pair() -> None:
+    weights = torch.tensor([0.1, 0.7, 0.2])
+    fig = diagrams.plot_retrieval("e ?", ["a", "e", "c"], ["1", "2", "3"], weights, "answer 2")
+    texts = {t.get_text() for t in fig.axes[0].texts}
+    assert {"0.10", "0.70", "0.20", "a", "e", "c", "1", "2", "3", "e ?", "answer 2"} <= texts
+    with pytest.raises(ValueError, match=r"key_labels must have 3 entries"):
+        diagrams.plot_retrieval("q", ["a"], ["1", "2", "3"], weights, "x")
+    with pytest.raises(ValueError, match=r"weights must have shape \(S,\)"):
+        diagrams.plot_retrieval("q", ["a"], ["1"], weights[None], "x")

@@ -19,9 +19,10 @@ from mkdocs.exceptions import PluginError
 from support import DOCS, load_hook, main_line_steps
 
 import attnlab
-from attnlab import diagrams, examples
+from attnlab import examples
 
 hook = load_hook("figures")
+diagrams = load_hook("diagrams")
 NAMES = sorted(hook.FIGURES)
 # The SVGs come from the hook's memo (``rendered``), which is what the site build
 # writes: each figure is drawn once per source version, by whichever process of a
@@ -136,7 +137,7 @@ def test_every_main_line_chapter_shows_a_diagram_of_the_idea(page: str) -> None:
     text = (DOCS / page).read_text(encoding="utf-8")
     shown = {match["name"] for match in hook.FIGURE_REF.finditer(text)}
     assert shown & hook.DIAGRAMS, (
-        f"{page} shows no conceptual diagram; draw one with attnlab.diagrams, register it in "
+        f"{page} shows no conceptual diagram; draw one with hooks/diagrams.py, register it in "
         "a hooks/figures_*.py module with @figure(name, diagram=True), and reference it on the page"
     )
 
@@ -168,7 +169,7 @@ def _patch_fills(svg: str) -> list[str]:
 def test_diagram_is_drawn_in_the_role_colours(name: str, scheme: str) -> None:
     """Every filled shape of a diagram, as the site shows it, is a role's colour or tint."""
     fills = _patch_fills(hook.rendered(name, scheme, SOURCE_KEY))
-    assert fills, f"{name} fills no shape: draw it with attnlab.diagrams"
+    assert fills, f"{name} fills no shape: draw it with hooks/diagrams.py"
     strays = sorted(set(fills) - _palette(scheme))
     assert not strays, f"{name} ({scheme}) fills shapes outside the role colours: {strays}"
 

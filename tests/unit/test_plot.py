@@ -104,17 +104,6 @@ def test_variance_plot_has_both_series_and_references() -> None:
     assert {"y = d", "y = 1"} <= lines.keys()
 
 
-def test_retrieval_diagram_writes_each_weight_and_pair() -> None:
-    weights = torch.tensor([0.1, 0.7, 0.2])
-    fig = plot.plot_retrieval("e ?", ["a", "e", "c"], ["1", "2", "3"], weights, "answer 2")
-    texts = {t.get_text() for t in fig.axes[0].texts}
-    assert {"0.10", "0.70", "0.20", "a", "e", "c", "1", "2", "3", "e ?", "answer 2"} <= texts
-    with pytest.raises(ValueError, match=r"key_labels must have 3 entries"):
-        plot.plot_retrieval("q", ["a"], ["1", "2", "3"], weights, "x")
-    with pytest.raises(ValueError, match=r"weights must have shape \(S,\)"):
-        plot.plot_retrieval("q", ["a"], ["1"], weights[None], "x")
-
-
 def test_loss_curve_is_logarithmic_with_one_point_per_step() -> None:
     fig = plot.plot_loss([2.0, 1.0, 0.5])
     ax = fig.axes[0]

@@ -1,7 +1,7 @@
 // The interactive attention explorer (docs/explorer.md).
 //
 // It only *draws*: every weight comes from assets/explorer-data.json, which the
-// build hook hooks/explorer.py writes from attnlab.explorer.explorer_data(). No
+// build hook hooks/explorer.py writes from explorer_data() (hooks/explorer_data.py). No
 // attention arithmetic happens here, so the page cannot disagree with the package.
 //
 // Plain JavaScript, no dependencies. A no-op on pages without #attention-explorer.

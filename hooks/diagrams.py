@@ -1,9 +1,11 @@
 """The site's diagram language: one colour per role and a few drawing primitives.
 
-Needs the ``plot`` extra (matplotlib). Every conceptual diagram on the site is a short
+Site code, not part of the package (the figure modules in ``hooks/`` import it as
+``diagrams``; it needs matplotlib). Every conceptual diagram on the site is a short
 function over real tensors built from these pieces::
 
-    from attnlab import diagrams, examples
+    import diagrams
+    from attnlab import examples
 
     ex = examples.illustrated()
     fig, ax = diagrams.canvas(8.0, 3.0)
@@ -11,14 +13,14 @@ function over real tensors built from these pieces::
     q = diagrams.matrix(ax, ex.inputs @ ex.W_query, (7, 0), role="queries", title="Q")
     diagrams.arrow(ax, x.right_mid, q.left_mid, "@ W_query")
 
-**One colour per role** (:data:`ROLE_COLOURS`), the same on every diagram: queries,
-keys, values, weights (scores and attention weights), output (context vectors), and a
-neutral grey for inputs and anything else. Each colour has a relative luminance between
-0.1 and 0.3, so it keeps a contrast of at least 3:1 against both a white and a black
-page: the figure hook renders every figure under matplotlib's ``default`` and
-``dark_background`` styles, and the same diagram code works for both. Cells are filled
-with a light tint of the role colour (mixed with the page colour), so the numbers,
-drawn in the style's text colour, stay readable in either scheme.
+**One colour per role** (``attnlab.plot.ROLE_COLOURS``, re-exported here), the same on
+every diagram: queries, keys, values, weights (scores and attention weights), output
+(context vectors), and a neutral grey for inputs and anything else. Each colour has a
+relative luminance between 0.1 and 0.3, so it keeps a contrast of at least 3:1 against
+both a white and a black page: the figure hook renders every figure under matplotlib's
+``default`` and ``dark_background`` styles, and the same diagram code works for both.
+Cells are filled with a light tint of the role colour (mixed with the page colour), so
+the numbers, drawn in the style's text colour, stay readable in either scheme.
 
 Coordinates are in *cell units*: one matrix cell is 1 x 1 (in data coordinates), and
 :func:`canvas` sets equal aspect so cells stay square. ``y`` grows upward.
@@ -37,7 +39,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 from torch import Tensor
 
-from ._validation import check_tensor, format_shape
+from attnlab._validation import check_tensor, format_shape
+from attnlab.plot import ROLE_COLOURS
 
 __all__ = [
     "ROLE_COLOURS",
@@ -49,24 +52,13 @@ __all__ = [
     "label",
     "matrix",
     "operator",
+    "plot_retrieval",
     "relative_luminance",
     "text_colour",
     "tint",
 ]
 
 Role = Literal["input", "queries", "keys", "values", "weights", "output", "masked"]
-
-#: One colour per role, kept on every diagram of the site (Okabe-Ito based, colour-blind
-#: safe; each passes 3:1 contrast on white and on black).
-ROLE_COLOURS: dict[str, str] = {
-    "input": "#808080",  # grey: embeddings, anything without a role
-    "queries": "#d55e00",  # vermillion
-    "keys": "#0072b2",  # blue
-    "values": "#009e73",  # bluish green
-    "weights": "#a65fbf",  # purple: scores and attention weights
-    "output": "#b07d00",  # dark gold: context vectors
-    "masked": "#808080",  # grey, drawn faded: masked or skipped cells
-}
 
 CELL_TINT = 0.3  # share of the role colour in a cell's fill
 MASKED_TINT = 0.08
@@ -416,3 +408,94 @@ def operator(
     )
     ax.text(*center, text, ha="center", va="center", color=text_colour(), fontsize=fontsize)
     return Bounds(left, bottom, left + width, bottom + height)
+
+
+def _weighted_line(
+    ax: Axes,
+    start: tuple[float, float],
+    end: tuple[float, float],
+    role: str,
+    weight: float,
+    *,
+    head: str,
+) -> None:
+    """A line in the role's colour, thicker and more opaque for a larger weight in [0, 1]."""
+    props: dict[str, str | float] = {"arrowstyle": head, "color": ROLE_COLOURS[role]}
+    props["linewidth"] = 0.5 + 5.0 * weight
+    props["alpha"] = 0.3 + 0.7 * weight
+    ax.annotate("", xy=end, xytext=start, arrowprops=props)
+
+
+def plot_retrieval(
+    query_label: str,
+    key_labels: Sequence[str],
+    value_labels: Sequence[str],
+    weights: Tensor,
+    answer: str,
+    *,
+    title: str | None = None,
+) -> Figure:
+    """Draw one query retrieving from stored key-value pairs: attention as a lookup.
+
+    The stored pairs form a column of key and value boxes; arrows from the query to
+    each pair are labelled with its attention weight and drawn thicker for larger
+    weights; the weighted sum of the values leads to the answer.
+
+    Args:
+        query_label: Text of the query box.
+        key_labels: Text of each stored key (``S`` entries).
+        value_labels: Text of each stored value (``S`` entries).
+        weights: The query's attention weight on each pair.
+        answer: Text of the output box.
+        title: Figure title.
+
+    Returns:
+        The diagram.
+
+    Shape:
+        weights: ``(S,)``.
+    """
+    weights = check_tensor("weights", weights)
+    if weights.dim() != 1:
+        raise ValueError(f"weights must have shape (S,); got shape {format_shape(weights.shape)}")
+    S = weights.shape[0]
+    for name, labels in (("key_labels", key_labels), ("value_labels", value_labels)):
+        if len(labels) != S:
+            wanted = f"{S} entries (the size of weights)"
+            raise ValueError(f"{name} must have {wanted}; got {len(labels)}")
+    fig = Figure(figsize=(7.0, 0.9 + 0.7 * S), layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_xlim(0, 10)
+    ax.set_ylim(-0.8, S - 0.2)
+    ax.axis("off")
+    middle = (S - 1) / 2
+
+    def box(x: float, y: float, text: str, role: str, width: float = 1.1) -> None:
+        colour = ROLE_COLOURS[role]
+        corner = (x - width / 2, y - 0.27)
+        ax.add_patch(
+            FancyBboxPatch(corner, width, 0.54, boxstyle="round,pad=0.04",
+                           facecolor=colour, edgecolor=colour, alpha=0.9)
+        )
+        ax.text(x, y, text, ha="center", va="center", color="white", fontweight="bold")
+
+    box(1.0, middle, query_label, "queries", width=1.4)
+    for j in range(S):
+        y = S - 1 - j
+        weight = float(weights[j])
+        box(5.6, y, str(key_labels[j]), "keys", width=0.9)
+        box(6.6, y, str(value_labels[j]), "values", width=0.9)
+        _weighted_line(ax, (1.75, middle), (5.1, y), "weights", weight, head="-|>")
+        # beside the arrow's tip, on the side its line does not come from
+        label_y = y + (0.3 if y >= middle else -0.3)
+        ax.text(4.95, label_y, f"{weight:.2f}", ha="right", va="center",
+                color=ROLE_COLOURS["weights"], fontweight="bold")
+        _weighted_line(ax, (7.1, y), (8.3, middle), "values", weight, head="-")
+    box(9.0, middle, answer, "output", width=1.4)
+    ax.text(1.0, middle - 0.55, "query", ha="center", va="top", fontsize="small")
+    ax.text(6.1, -0.6, "stored pairs: key | value", ha="center", va="top", fontsize="small")
+    answer_note = "weighted sum\nof values"
+    ax.text(9.0, middle - 0.55, answer_note, ha="center", va="top", fontsize="small")
+    if title is not None:
+        ax.set_title(title)
+    return fig

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 import torch
+from support import load_hook
 
 from attnlab import examples
-from attnlab.explorer import (
-    DECIMALS,
-    TEMPERATURES,
-    explorer_data,
-    explorer_sentences,
-    explorer_weights,
-)
+
+explorer = load_hook("explorer_data")  # hooks/explorer_data.py: site code, not the package
+DECIMALS, TEMPERATURES = explorer.DECIMALS, explorer.TEMPERATURES
+explorer_data = explorer.explorer_data
+explorer_sentences = explorer.explorer_sentences
+explorer_weights = explorer.explorer_weights
 
 
 def _softmax_reference(
@@ -116,7 +116,7 @@ def test_built_site_ships_the_same_data(built_site: Path) -> None:
 def test_recall_data_comes_from_the_trained_and_untrained_models() -> None:
     """Every question's weights are the models' own, and the trained model answers right."""
     from attnlab import recall
-    from attnlab.explorer import RECALL_SEQUENCES, recall_data
+    RECALL_SEQUENCES, recall_data = explorer.RECALL_SEQUENCES, explorer.recall_data
 
     data = recall_data()
     untrained, trained, _ = recall.trained_recall_model()
@@ -158,14 +158,12 @@ def test_explorer_page_inlines_its_data(built_site: Path) -> None:
 @pytest.fixture(scope="module")
 def llm() -> dict:  # type: ignore[type-arg]
     pytest.importorskip("gguf", reason="the llm extra is not installed")
-    from attnlab.explorer import llm_data
-
-    return llm_data()
+    return explorer.llm_data()
 
 
 def test_llm_data_has_every_layer_and_head_of_a_few_short_prompts(llm: dict) -> None:  # type: ignore[type-arg]
     """30 layers x 9 heads per prompt; causal rows of i + 1 thousandths summing to ~1000."""
-    from attnlab.explorer import LLM_DECIMALS, LLM_PROMPTS
+    LLM_DECIMALS, LLM_PROMPTS = explorer.LLM_DECIMALS, explorer.LLM_PROMPTS
 
     assert (llm["layers"], llm["heads"], llm["decimals"], llm["scale"]) == (30, 9, 3, 1000)
     assert LLM_DECIMALS == 3
