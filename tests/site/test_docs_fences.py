@@ -4,8 +4,11 @@ pytest-codeblocks (``--codeblocks``) only collects fences whose info string is e
 ``python``, ``sh`` or ``bash``; every other fence is ignored without a word. This lint
 fails on fences that hold Python but would be ignored, on shell fences that would be
 *executed*, on printed output that is not compared against an expected-output fence,
-and on an ``if __name__ == "__main__":`` guard: pytest-codeblocks runs each block under
-another module name, so the guarded body would silently never run.
+on an ``if __name__ == "__main__":`` guard (pytest-codeblocks runs each block under
+another module name, so the guarded body would silently never run), and on the two
+shapes that break when a block is pasted line by line at the standard Python prompt:
+a blank line inside an indented block (the prompt ends the block there), and a statement
+right after an indented block with no blank line between (a ``SyntaxError`` there).
 
 The blocks are read by ``hooks/page_blocks.py``, which runs pytest-codeblocks' own
 ``extract_from_buffer``: the lint sees exactly the blocks the suite collects.
@@ -14,8 +17,10 @@ The blocks are read by ``hooks/page_blocks.py``, which runs pytest-codeblocks' o
 from __future__ import annotations
 
 import ast
+import codeop
 import re
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,6 +121,52 @@ def check_main_guard(page_block: PageBlock) -> Problem | None:
     )
 
 
+def prompt_break(body: str) -> tuple[int, str] | None:
+    """Where ``body``, pasted line by line at the Python prompt, fails to compile.
+
+    Feeds the lines to ``codeop.compile_command`` exactly as ``code.InteractiveConsole``
+    buffers them (a statement runs once it is complete; a blank line completes an
+    indented block), then one blank line, as the user presses Enter at the end.
+    Nothing is executed. Returns the 1-based line of the body that fails and the
+    compiler's message, or ``None`` when every line compiles.
+    """
+    buffer: list[str] = []
+    for number, line in enumerate([*body.split("\n"), ""], start=1):
+        buffer.append(line)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # SyntaxWarnings surface when the block runs
+                compiled = codeop.compile_command("\n".join(buffer), "<stdin>", "single")
+        except (SyntaxError, OverflowError, ValueError) as err:
+            return number, str(getattr(err, "msg", err))
+        if compiled is not None:
+            buffer = []
+    return None
+
+
+def check_prompt_paste(page_block: PageBlock) -> Problem | None:
+    """A python block pastes into the standard prompt: no blank line inside an indented
+    block, a blank line after each indented block that a statement follows."""
+    if page_block.syntax != "python":
+        return None
+    found = prompt_break(page_block.body)
+    if found is None:
+        return None
+    number, message = found
+    lines = page_block.body.split("\n")
+    line, before = lines[number - 1], lines[number - 2] if number >= 2 else ""
+    if line[:1].isspace() and not before.strip():
+        why = "a blank line inside an indented block ends it at the Python prompt; remove it"
+    elif before[:1].isspace() and not line[:1].isspace():
+        why = (
+            "a statement right after an indented block is a SyntaxError at the Python "
+            "prompt; put a blank line before it"
+        )
+    else:
+        why = f"pasted at the Python prompt this line fails: {message}"
+    return Problem(page_block.fence.start + number, why)
+
+
 def check_loose_lines(text: str, blocks: list[PageBlock]) -> list[Problem]:
     """``~~~`` fences (which pytest-codeblocks ignores) and markers with no output fence."""
     inside = {line for b in blocks for line in range(b.lines.start, b.lines.end + 1)}
@@ -143,6 +194,7 @@ def lint_markdown(text: str) -> list[Problem]:
     problems = [p for p in map(check_info_string, blocks) if p is not None]
     problems += [p for p in map(check_output, blocks) if p is not None]
     problems += [p for p in map(check_main_guard, blocks) if p is not None]
+    problems += [p for p in map(check_prompt_paste, blocks) if p is not None]
     problems += check_loose_lines(text, blocks)
     return sorted(problems, key=lambda p: p.line)
 
@@ -237,6 +289,46 @@ if module_name == "attnlab":
     raise SystemExit("unexpected")
 ```
 """,
+    "pastes at the prompt: blank line after each indented block": """
+```python
+total = 0
+for i in range(3):
+    total += i
+
+print(total)
+```
+<!--pytest-codeblocks:expected-output-->
+```text
+3
+```
+""",
+    "pastes at the prompt: brackets and strings span lines": """
+```python
+values = [
+    1,
+
+    2,
+]
+text = \"\"\"two
+
+paragraphs\"\"\"
+if values:
+    size = len(values)
+else:
+    size = 0
+```
+""",
+    "pastes at the prompt: a class with no blank line inside": """
+```python
+class Box:
+    def __init__(self) -> None:
+        self.size = 1
+    def area(self) -> int:
+        return self.size**2
+
+box = Box()
+```
+""",
     "ignore-whitespace output": """
 ```python
 print( 1 )
@@ -313,6 +405,25 @@ BAD = {
         '!!! note\n    ```python\n    if __name__ == "__main__":\n        x = 1\n    ```\n',
         "would never run",
     ),
+    "statement right after a for body": (
+        "```python\nfor i in range(2):\n    x = i\nprint(x)\n```\n"
+        "<!--pytest-codeblocks:expected-output-->\n```text\n1\n```\n",
+        "put a blank line before it",
+    ),
+    "statement right after a with body, in an admonition": (
+        "!!! note\n    ```python\n    with open(__file__) as f:\n        x = 1\n"
+        "    y = 2\n    ```\n",
+        "put a blank line before it",
+    ),
+    "blank line between methods": (
+        "```python\nclass A:\n    def f(self) -> None:\n        pass\n\n"
+        "    def g(self) -> None:\n        pass\n```\n",
+        "blank line inside an indented block",
+    ),
+    "blank line inside a function body": (
+        "```python\ndef f() -> int:\n    x = 1\n\n    return x\n```\n",
+        "blank line inside an indented block",
+    ),
     "marker with no block after a python block": (
         "```python\nx = 1\n```\n\n<!--pytest-codeblocks:expected-output-->\n",
         "not followed",
@@ -335,6 +446,14 @@ def test_lint_rejects(markdown: str, expected: str) -> None:
 def test_lint_reports_line_numbers() -> None:
     markdown = "# Title\n\ntext\n\n```py\nx = 1\n```\n"
     assert [problem.line for problem in lint_markdown(markdown)] == [5]
+
+
+def test_prompt_problems_name_the_line_that_breaks() -> None:
+    """The reported line is the page line the prompt rejects, inside admonitions too."""
+    markdown = "# T\n\n```python\nfor i in range(2):\n    x = i\nprint(x)\n```\n"
+    assert [problem.line for problem in lint_markdown(markdown)] == [3, 6]  # print, prompt
+    nested = "!!! note\n    ```python\n    class A:\n        x = 1\n\n        y = 2\n    ```\n"
+    assert [problem.line for problem in lint_markdown(nested)] == [6]
 
 
 def test_blocks_sit_where_page_blocks_says() -> None:
