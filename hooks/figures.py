@@ -16,7 +16,8 @@ Authors write one image, on a line of its own, with an optional caption as its t
     ![Alt text for screen readers](../figures/journey-weights.svg "One-line caption")
 
 and the hook rewrites it to the pair that Material shows per scheme (``#only-light``
-and ``#only-dark``), wrapped in ``<figure>`` with the caption. A name missing from
+and ``#only-dark``), wrapped in ``<figure>`` with the caption; each image is a link to
+its own SVG, which a tap opens full size (legible on a phone). A name missing from
 ``FIGURES`` fails the build with the page and the name.
 
 Renders are memoised in memory and on disk, keyed by the sources they are drawn from
@@ -52,6 +53,7 @@ __all__ = [
     "render_svg",
     "rendered",
     "rewrite_figures",
+    "zoomable_image",
 ]
 
 SCHEMES = {"light": "default", "dark": "dark_background"}
@@ -104,10 +106,23 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     return files
 
 
+def zoomable_image(alt: str, prefix: str, name: str, scheme: str) -> str:
+    """One scheme's image of a figure, wrapped in a link to its own SVG.
+
+    A tap opens the figure full size (``assets/javascripts/figure-zoom.js`` shows it over
+    the page, in the page's colours; without JavaScript the link opens the SVG itself):
+    on a phone the page scales a figure down to the screen, its text with it. The link
+    carries the scheme (``figure-zoom--light``), so the stylesheet hides it with its image.
+    """
+    svg = f"{prefix}figures/{name}-{scheme}.svg"
+    image = f"![{alt}]({svg}#only-{scheme}){{ loading=lazy }}"
+    return f"[{image}]({svg}){{ .figure-zoom .figure-zoom--{scheme} }}"
+
+
 def figure_markdown(alt: str, prefix: str, name: str, caption: str | None, indent: str = "") -> str:
     """The Markdown for one figure: the light and dark images, and the caption if any."""
-    light = f"![{alt}]({prefix}figures/{name}-light.svg#only-light){{ loading=lazy }}"
-    dark = f"![{alt}]({prefix}figures/{name}-dark.svg#only-dark){{ loading=lazy }}"
+    light = zoomable_image(alt, prefix, name, "light")
+    dark = zoomable_image(alt, prefix, name, "dark")
     lines = ['<figure markdown="span">', f"  {light}", f"  {dark}"]
     if caption:
         lines.append(f"  <figcaption>{caption}</figcaption>")

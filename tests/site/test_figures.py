@@ -76,6 +76,10 @@ def test_reference_becomes_a_light_and_dark_pair_with_caption() -> None:
     out = hook.rewrite_figures(markdown, "walkthrough/page.md")
     assert "](../figures/journey-weights-light.svg#only-light){ loading=lazy }" in out
     assert "](../figures/journey-weights-dark.svg#only-dark){ loading=lazy }" in out
+    # each image links to its own SVG (opened full size on a tap), marked with its scheme
+    for scheme in ("light", "dark"):
+        svg = f"../figures/journey-weights-{scheme}.svg"
+        assert f"]({svg}){{ .figure-zoom .figure-zoom--{scheme} }}" in out
     assert out.count("![Weights of six tokens]") == 2
     assert "<figcaption>The caption</figcaption>" in out
     assert out.startswith('Text.\n\n<figure markdown="span">')
