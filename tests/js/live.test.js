@@ -62,6 +62,23 @@ test("the WebAssembly Q4_1 dequantisation equals gguf.js's, bit for bit", () => 
   }
 });
 
+test("the WebAssembly Q8_0 dequantisation and tied logits equal gguf.js's", () => {
+  const k = engine.model.kernels;
+  const embed = engine.model.embed; // (V, d_model), Q8_0
+  k.exports.dequant_q8_0(embed.bytes.byteOffset + 49151 * embed.rowBytes, embed.cols / 32, k.weightAt, k.halfAt);
+  const wasm = k.f32.slice(k.weightAt / 4, k.weightAt / 4 + embed.cols);
+  assert.deepEqual(Array.from(wasm), Array.from(embed.row(49151, new Float32Array(embed.cols))));
+  const vector = randomArray(embed.cols, 3);
+  const logits = k.tiedLogits(embed, vector);
+  const row = new Float32Array(embed.cols);
+  for (const v of [0, 1535, 1536, 30000, 49151]) {
+    embed.row(v, row);
+    let exact = 0;
+    for (let c = 0; c < row.length; c++) exact += row[c] * vector[c];
+    assert.ok(Math.abs(logits[v] - exact) < 1e-4, `logit ${v}`);
+  }
+});
+
 test("the WebAssembly matmul equals the JavaScript one and a float64 reference", () => {
   const k = engine.model.kernels;
   for (const [T, cols, rows] of [[1, 8, 3], [5, 36, 7], [9, 576, 13]]) {

@@ -42,9 +42,13 @@ def reference_data() -> dict[str, object]:
     tokenizer = Tokenizer.from_gguf_reader(reader)
     by_name = {t.name: t for t in reader.tensors}
     rows = []
-    for name, row in [("token_embd.weight", 0), ("token_embd.weight", 49151),
-                      ("blk.0.attn_q.weight", 5), ("blk.29.ffn_down.weight", 575),
-                      ("blk.7.attn_norm.weight", 0)]:
+    for name, row in [
+        ("token_embd.weight", 0),
+        ("token_embd.weight", 49151),
+        ("blk.0.attn_q.weight", 5),
+        ("blk.29.ffn_down.weight", 575),
+        ("blk.7.attn_norm.weight", 0),
+    ]:
         tensor = by_name[name]
         stored = tensor.data.reshape(-1, tensor.data.shape[-1])  # (rows, bytes or values)
         values = dequantize(stored[row : row + 1], tensor.tensor_type).reshape(-1)
@@ -89,7 +93,11 @@ def test_live_model_javascript_passes_node_tests(tmp_path: Path) -> None:
     env = {**os.environ, "LIVE_GGUF": str(smollm2_path()), "LIVE_REFERENCE": str(reference)}
     result = subprocess.run(
         [node, "--test", str(HERE / "live.test.js")],
-        env=env, capture_output=True, text=True, timeout=120, check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "# fail 0" in result.stdout

@@ -231,7 +231,7 @@
         "Where \u201C" +
         sentence.words[state.query] +
         "\u201D (token " +
-        (state.query + 1) +
+        state.query + // counted from zero, as in the code
         ") attends";
       renderBars(sentence, cur.matrix[state.query]);
       renderTable(sentence, cur.matrix);
@@ -477,7 +477,7 @@
 
       caption.textContent =
         "Layer " + state.layer + ", head " + state.head + ": where \u201C" +
-        words[state.query].trim() + "\u201D (token " + (state.query + 1) + ") attends";
+        words[state.query].trim() + "\u201D (token " + state.query + ") attends";
       bars.textContent = "";
       matrix[state.query].forEach(function (value, j) {
         var weight = value / scale;
@@ -550,6 +550,9 @@
         });
       });
   }
+
+  // The drawing helpers, shared with the live model's view (live/ui.js), so both draw alike.
+  window.attnlabExplorer = { el: el, bar: bar, fillHeatmap: fillHeatmap, captionedBars: captionedBars };
 
   if (typeof document$ !== "undefined") {
     document$.subscribe(init);

@@ -1,10 +1,11 @@
 // The forward pass's hot loop in WebAssembly SIMD, assembled here from readable
 // instructions (no compiler, no build step, no binary in the repository).
 //
-// Two functions, on a WebAssembly.Memory that also holds the GGUF file's bytes:
+// Three functions, on a WebAssembly.Memory that also holds the GGUF file's bytes:
 //   dequant_q4_1(src, blocks, dst, half): `blocks` Q4_1 blocks at src -> float32 at dst,
 //       value = d * nibble + m in float32, as gguf/quants.py (half: a float16 -> float32
 //       table of 65,536 entries in the same memory);
+//   dequant_q8_0(src, blocks, dst, half): the same for Q8_0 (value = d * int8);
 //   matmul(x, T, cols, W, rows, out): out (T, rows) = x (T, cols) @ W.T, four tokens at
 //       a time, four lanes of float32 at a time (cols a multiple of 4).
 // model.js's matmulTransposed is the same product in plain JavaScript; the results agree
@@ -62,9 +63,9 @@
     i32: function (n) { return [0x41].concat(sleb(n)); },
     add: [0x6a], mul: [0x6c], shl: [0x74], shr_u: [0x76], and: [0x71],
     lt_u: [0x49], ge_u: [0x4f], gt_u: [0x4b],
-    load8_u: [0x2d, 0, 0], load16_u: [0x2f, 1, 0],
+    load8_u: [0x2d, 0, 0], load8_s: [0x2c, 0, 0], load16_u: [0x2f, 1, 0],
     f32_load: [0x2a, 2, 0], f32_store: [0x38, 2, 0],
-    f32_add: [0x92], f32_mul: [0x94], f32_from_u32: [0xb3],
+    f32_add: [0x92], f32_mul: [0x94], f32_from_u32: [0xb3], f32_from_i32: [0xb2],
     v128_load: [0xfd, 0x00, 2, 0], v128_zero: [0xfd, 0x0c].concat(new Array(16).fill(0)),
     f32x4_add: [0xfd, 0xe4, 0x01], f32x4_mul: [0xfd, 0xe6, 0x01],
     lane: function (i) { return [0xfd, 0x1f, i]; }, // f32x4.extract_lane
@@ -159,21 +160,48 @@
   );
   var dequantLocals = [[3, I32], [2, F32]];
 
+  // --- dequant_q8_0(src, blocks, dst, half) ---------------------------------------------
+  // Q8_0 blocks of 34 bytes: float16 d, then 32 int8; value = d * int8.
+  // Same params and locals as dequant_q4_1 (q unused).
+  var dequantQ8Body = code(
+    op.i32(0), op.set(B),
+    op.block, op.loop, // for each block of 32 values (34 bytes)
+    op.get(B), op.get(BLOCKS), op.ge_u, op.br_if(1),
+    halfAt(0), op.set(D),
+    op.i32(0), op.set(J),
+    op.loop,
+    op.get(DST), op.get(J), op.i32(2), op.shl, op.add,
+    op.get(D), op.get(SRC), op.get(J), op.add, op.i32(2), op.add, op.load8_s, op.f32_from_i32, op.f32_mul,
+    op.f32_store,
+    incr(J, 1), op.get(J), op.i32(32), op.lt_u, op.br_if(0),
+    op.end,
+    incr(SRC, 34), incr(DST, 128), incr(B, 1), op.br(0),
+    op.end, op.end
+  );
+
   function functionBody(locals, body) {
     var bytes = vec(locals.map(function (l) { return uleb(l[0]).concat([l[1]]); })).concat(body, op.end);
     return uleb(bytes.length).concat(bytes);
   }
 
-  // The module's bytes: imports env.memory, exports matmul and dequant_q4_1.
+  // The module's bytes: imports env.memory, exports matmul, dequant_q4_1, dequant_q8_0.
   function moduleBytes() {
     var types = vec([
       [0x60].concat(vec([[I32], [I32], [I32], [I32], [I32], [I32]]), vec([])), // matmul
       [0x60].concat(vec([[I32], [I32], [I32], [I32]]), vec([])), // dequant_q4_1
     ]);
     var imports = vec([str("env").concat(str("memory"), [0x02, 0x00], uleb(1))]);
-    var functions = vec([uleb(0), uleb(1)]);
-    var exports = vec([str("matmul").concat([0x00], uleb(0)), str("dequant_q4_1").concat([0x00], uleb(1))]);
-    var bodies = vec([functionBody(matmulLocals, matmulBody), functionBody(dequantLocals, dequantBody)]);
+    var functions = vec([uleb(0), uleb(1), uleb(1)]);
+    var exports = vec([
+      str("matmul").concat([0x00], uleb(0)),
+      str("dequant_q4_1").concat([0x00], uleb(1)),
+      str("dequant_q8_0").concat([0x00], uleb(2)),
+    ]);
+    var bodies = vec([
+      functionBody(matmulLocals, matmulBody),
+      functionBody(dequantLocals, dequantBody),
+      functionBody(dequantLocals, dequantQ8Body),
+    ]);
     return new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00].concat(
       section(1, types), section(2, imports), section(3, functions), section(7, exports), section(10, bodies)));
   }
@@ -216,6 +244,7 @@
     var half = new Float32Array(this.memory.buffer, this.halfAt, 65536);
     for (var h = 0; h < 65536; h++) half[h] = gguf.halfToFloat(h);
     this.maxTokens = maxTokens;
+    this.maxMatrix = maxMatrix;
     return this;
   };
 
@@ -227,7 +256,9 @@
     var cols = linear.cols;
     var blocks = cols / 32;
     var src = tensor.bytes.byteOffset;
-    for (var r = 0; r < rows; r++) {
+    if (tensor.type === "Q4_1" && !linear.rowOrder) { // the rows in stored order: one call
+      this.exports.dequant_q4_1(src, rows * blocks, this.weightAt, this.halfAt);
+    } else for (var r = 0; r < rows; r++) {
       var stored = linear.rowOrder ? linear.rowOrder[r] : r;
       var dst = this.weightAt + r * cols * 4;
       if (tensor.type === "Q4_1") this.exports.dequant_q4_1(src + stored * tensor.rowBytes, blocks, dst, this.halfAt);
@@ -236,6 +267,22 @@
     this.f32.set(x.subarray(0, T * cols), this.xAt / 4);
     this.exports.matmul(this.xAt, T, cols, this.weightAt, rows, this.outAt);
     return this.f32.slice(this.outAt / 4, this.outAt / 4 + T * rows);
+  };
+
+  // The tied logits: vector (d_model) . every row of the Q8_0 embedding (V, d_model),
+  // a chunk of rows at a time through the dequantised-weight buffer.
+  WasmKernels.prototype.tiedLogits = function (tensor, vector) {
+    var cols = tensor.cols;
+    var chunk = Math.floor(this.maxMatrix / cols);
+    var logits = new Float32Array(tensor.rows);
+    this.f32.set(vector, this.xAt / 4);
+    for (var start = 0; start < tensor.rows; start += chunk) {
+      var rows = Math.min(chunk, tensor.rows - start);
+      this.exports.dequant_q8_0(tensor.bytes.byteOffset + start * tensor.rowBytes, rows * cols / 32, this.weightAt, this.halfAt);
+      this.exports.matmul(this.xAt, 1, cols, this.weightAt, rows, this.outAt);
+      logits.set(this.f32.subarray(this.outAt / 4, this.outAt / 4 + rows), start);
+    }
+    return logits;
   };
 
   var api = { WasmKernels: WasmKernels, moduleBytes: moduleBytes, simdSupported: simdSupported };

@@ -361,6 +361,7 @@
 
   // Tied logits of one normalised vector: its dot product with every token's embedding.
   LlamaModel.prototype.logits = function (vector) {
+    if (this.kernels.tiedLogits && this.embed.type === "Q8_0") return this.kernels.tiedLogits(this.embed, vector);
     var V = this.config.vocab_size;
     var d = this.config.d_model;
     var logits = new Float32Array(V);

