@@ -6,8 +6,8 @@
 //       value = d * nibble + m in float32, as gguf/quants.py (half: a float16 -> float32
 //       table of 65,536 entries in the same memory);
 //   dequant_q8_0(src, blocks, dst, half): the same for Q8_0 (value = d * int8);
-//   matmul(x, T, cols, W, rows, out): out (T, rows) = x (T, cols) @ W.T, four tokens at
-//       a time, four lanes of float32 at a time (cols a multiple of 4).
+//   matmul(x, T, cols, W, rows, out): out (T, rows) = x (T, cols) @ W.T, in tiles of
+//       three rows by two tokens, four lanes of float32 at a time (cols a multiple of 4).
 // model.js's matmulTransposed is the same product in plain JavaScript; the results agree
 // to float32 rounding (the sums are added in another order).
 //
@@ -69,6 +69,14 @@
     v128_load: [0xfd, 0x00, 2, 0], v128_zero: [0xfd, 0x0c].concat(new Array(16).fill(0)),
     f32x4_add: [0xfd, 0xe4, 0x01], f32x4_mul: [0xfd, 0xe6, 0x01],
     lane: function (i) { return [0xfd, 0x1f, i]; }, // f32x4.extract_lane
+    v128_store: [0xfd, 0x0b, 2, 0], f32x4_splat: [0xfd, 0x13], i8x16_splat: [0xfd, 0x0f],
+    v128_and: [0xfd, 0x4e], i8x16_shr_u: [0xfd, 0x6d],
+    // widen the low or high half of the lanes: 8 -> 16 bits, 16 -> 32 bits (s/u: signed or not)
+    i16_low_u: [0xfd, 0x89, 0x01], i16_high_u: [0xfd, 0x8a, 0x01],
+    i16_low_s: [0xfd, 0x87, 0x01], i16_high_s: [0xfd, 0x88, 0x01],
+    i32_low_u: [0xfd, 0xa9, 0x01], i32_high_u: [0xfd, 0xaa, 0x01],
+    i32_low_s: [0xfd, 0xa7, 0x01], i32_high_s: [0xfd, 0xa8, 0x01],
+    f32x4_from_u32: [0xfd, 0xfb, 0x01], f32x4_from_i32: [0xfd, 0xfa, 0x01],
   };
   function code() { // flatten instructions (arrays of bytes, nested) into one array
     var out = [];
@@ -80,104 +88,137 @@
   function incr(local, n) { return code(op.get(local), op.i32(n), op.add, op.set(local)); }
 
   // --- matmul(x, T, cols, W, rows, out) --------------------------------------------------
-  // params 0..5; i32 locals: r 6, t 7, c 8, wRow 9, x0 10, x1 11, x2 12, x3 13,
-  // rowBytes 14, o 15, outStride 16; v128 locals: acc0..acc3 17..20, w 21.
+  // Tiles of TILE_ROWS weight rows x TILE_TOKENS tokens: each weight vector loaded once
+  // serves every token of the tile, each token vector every row (6 products, 5 loads).
+  // params 0..5; i32 locals: r, t, c, wRow, x_k (one per token of a tile), rowBytes, o,
+  // outStride; v128 locals: acc (row i, token k), then w_i (one per row of a tile).
   var X = 0, T = 1, COLS = 2, W = 3, ROWS = 4, OUT = 5;
-  var R = 6, TOK = 7, C = 8, WROW = 9, X0 = 10, ROWBYTES = 14, O = 15, STRIDE = 16, ACC = 17, WV = 21;
+  // Measured on the 2-core machine (Node 20, T = 32, a 1536 x 576 matrix): 3 x 2 gave
+  // 6-9 GMAC/s, 1 x 4 5-7.5, 2 x 2 and 2 x 4 less (more accumulators than registers).
+  var TILE_ROWS = 3;
+  var TILE_TOKENS = 2;
+  var R = 6, TOK = 7, C = 8, WROW = 9, X0 = 10, ROWBYTES = 10 + TILE_TOKENS, O = 11 + TILE_TOKENS, STRIDE = 12 + TILE_TOKENS;
+  var ACC = 13 + TILE_TOKENS, WV = ACC + TILE_ROWS * TILE_TOKENS;
 
   function hsum(acc) { // the four lanes of acc, summed: (l0 + l1) + (l2 + l3)
     return code(op.get(acc), op.lane(0), op.get(acc), op.lane(1), op.f32_add,
       op.get(acc), op.lane(2), op.get(acc), op.lane(3), op.f32_add, op.f32_add);
   }
-  // acc_k += w * x_k[c .. c+3] for k < n, over the whole row (do-while: cols >= 4).
-  function dotLoop(n) {
-    var body = [op.get(WROW), op.get(C), op.add, op.v128_load, op.set(WV)];
-    for (var k = 0; k < n; k++) {
-      body.push(op.get(ACC + k), op.get(WV), op.get(X0 + k), op.get(C), op.add, op.v128_load,
-        op.f32x4_mul, op.f32x4_add, op.set(ACC + k));
+  // acc(i, k) += w_i * x_k[c .. c+3] for rows i < nRows, tokens k < nTok, over the whole
+  // row (do-while: cols >= 4); row i's weights start at wRow + i * rowBytes.
+  function dotLoop(nRows, nTok) {
+    var body = [];
+    for (var i = 0; i < nRows; i++) {
+      var rowOffset = i ? [op.get(ROWBYTES), op.i32(i), op.mul, op.add] : []; // + i * rowBytes
+      body.push(op.get(WROW), op.get(C), op.add, rowOffset, op.v128_load, op.set(WV + i));
+    }
+    for (var k = 0; k < nTok; k++) {
+      for (var i2 = 0; i2 < nRows; i2++) {
+        var acc = ACC + TILE_TOKENS * i2 + k;
+        body.push(op.get(acc), op.get(WV + i2), op.get(X0 + k), op.get(C), op.add, op.v128_load,
+          op.f32x4_mul, op.f32x4_add, op.set(acc));
+      }
     }
     return code(op.i32(0), op.set(C), op.loop, body, incr(C, 16),
       op.get(C), op.get(ROWBYTES), op.lt_u, op.br_if(0), op.end);
   }
-  // x_k = x + (t + k) * rowBytes; acc_k = 0; dot; out[(t + k) * rows + r] = sum(acc_k).
-  function tokens(n) {
+  // x_k = x + (t + k) * rowBytes; acc = 0; dot; out[(t + k) * rows + r + i] = sum(acc(i, k)).
+  function tile(nRows, nTok) {
     var setup = [];
-    for (var k = 0; k < n; k++) {
-      setup.push(op.get(X), op.get(TOK), op.i32(k), op.add, op.get(ROWBYTES), op.mul, op.add, op.set(X0 + k),
-        op.v128_zero, op.set(ACC + k));
+    for (var k = 0; k < nTok; k++) {
+      setup.push(op.get(X), op.get(TOK), op.i32(k), op.add, op.get(ROWBYTES), op.mul, op.add, op.set(X0 + k));
+      for (var i = 0; i < nRows; i++) setup.push(op.v128_zero, op.set(ACC + TILE_TOKENS * i + k));
     }
     var store = [op.get(OUT), op.get(TOK), op.get(ROWS), op.mul, op.get(R), op.add, op.i32(2), op.shl, op.add, op.set(O)];
-    for (var k2 = 0; k2 < n; k2++) {
-      store.push(op.get(O), hsum(ACC + k2), op.f32_store, op.get(O), op.get(STRIDE), op.add, op.set(O));
+    for (var k2 = 0; k2 < nTok; k2++) {
+      for (var i2 = 0; i2 < nRows; i2++) {
+        store.push(op.get(O), op.i32(4 * i2), op.add, hsum(ACC + TILE_TOKENS * i2 + k2), op.f32_store);
+      }
+      store.push(op.get(O), op.get(STRIDE), op.add, op.set(O));
     }
-    return code(setup, dotLoop(n), store, incr(TOK, n));
+    return code(setup, dotLoop(nRows, nTok), store, incr(TOK, nTok));
+  }
+  // For the rows r .. r + nRows - 1: every token, four at a time, then one at a time.
+  function rowsPass(nRows) {
+    return code(
+      op.get(W), op.get(R), op.get(ROWBYTES), op.mul, op.add, op.set(WROW),
+      op.i32(0), op.set(TOK),
+      op.block, op.loop, // while t + TILE_TOKENS <= T
+      op.get(TOK), op.i32(TILE_TOKENS), op.add, op.get(T), op.gt_u, op.br_if(1),
+      tile(nRows, TILE_TOKENS), op.br(0),
+      op.end, op.end,
+      op.block, op.loop, // while t < T
+      op.get(TOK), op.get(T), op.ge_u, op.br_if(1),
+      tile(nRows, 1), op.br(0),
+      op.end, op.end,
+      incr(R, nRows)
+    );
   }
   var matmulBody = code(
     op.get(COLS), op.i32(2), op.shl, op.set(ROWBYTES),
     op.get(ROWS), op.i32(2), op.shl, op.set(STRIDE),
     op.i32(0), op.set(R),
-    op.block, op.loop, // for r in 0 .. rows - 1
+    op.block, op.loop, // TILE_ROWS rows at a time while r + TILE_ROWS <= rows
+    op.get(R), op.i32(TILE_ROWS), op.add, op.get(ROWS), op.gt_u, op.br_if(1),
+    rowsPass(TILE_ROWS), op.br(0),
+    op.end, op.end,
+    op.block, op.loop, // then one row at a time
     op.get(R), op.get(ROWS), op.ge_u, op.br_if(1),
-    op.get(W), op.get(R), op.get(ROWBYTES), op.mul, op.add, op.set(WROW),
-    op.i32(0), op.set(TOK),
-    op.block, op.loop, // four tokens at a time while t + 4 <= T
-    op.get(TOK), op.i32(4), op.add, op.get(T), op.gt_u, op.br_if(1),
-    tokens(4), op.br(0),
-    op.end, op.end,
-    op.block, op.loop, // then one at a time
-    op.get(TOK), op.get(T), op.ge_u, op.br_if(1),
-    tokens(1), op.br(0),
-    op.end, op.end,
-    incr(R, 1), op.br(0),
+    rowsPass(1), op.br(0),
     op.end, op.end
   );
-  var matmulLocals = [[11, I32], [5, V128]];
+  var matmulLocals = [[7 + TILE_TOKENS, I32], [TILE_ROWS * TILE_TOKENS + TILE_ROWS, V128]];
 
-  // --- dequant_q4_1(src, blocks, dst, half) ---------------------------------------------
-  // params 0..3; i32 locals: b 4, j 5, q 6; f32 locals: d 7, m 8.
-  var SRC = 0, BLOCKS = 1, DST = 2, HALF = 3, B = 4, J = 5, Q = 6, D = 7, M = 8;
+  // --- dequant_q4_1(src, blocks, dst, half) and dequant_q8_0 -----------------------------
+  // params 0..3; i32 local: b 4; v128 locals: d 5, m 6, bytes 7, half16 8.
+  // Sixteen bytes widen to sixteen float32 lanes in four steps of four:
+  // u8/i8 x16 -> (low, high) 16-bit x8 -> (low, high) 32-bit x4 -> float32 x4.
+  var SRC = 0, BLOCKS = 1, DST = 2, HALF = 3, B = 4, DV = 5, MV = 6, BYTES = 7, HALF16 = 8;
   function halfAt(offset) { // half[u16 at src + offset] as f32
     return code(op.get(HALF), op.get(SRC), op.i32(offset), op.add, op.load16_u, op.i32(2), op.shl, op.add, op.f32_load);
   }
-  function storeValue(dstOffset, nibble) { // dst[j + dstOffset] = d * nibble + m
-    return code(op.get(DST), op.get(J), op.i32(2), op.shl, op.add, op.i32(dstOffset * 4), op.add,
-      op.get(D), nibble, op.f32_from_u32, op.f32_mul, op.get(M), op.f32_add, op.f32_store);
+  // dst[offset .. offset + 15] = d * bytes + (m) for the 16 bytes in local BYTES.
+  function widenStore(offset, signed, withMinimum) {
+    var to16 = signed ? [op.i16_low_s, op.i16_high_s] : [op.i16_low_u, op.i16_high_u];
+    var to32 = signed ? [op.i32_low_s, op.i32_high_s] : [op.i32_low_u, op.i32_high_u];
+    var toFloat = signed ? op.f32x4_from_i32 : op.f32x4_from_u32;
+    var out = [];
+    for (var half = 0; half < 2; half++) {
+      out.push(op.get(BYTES), to16[half], op.set(HALF16));
+      for (var quarter = 0; quarter < 2; quarter++) {
+        out.push(op.get(DST), op.i32(4 * (offset + 8 * half + 4 * quarter)), op.add,
+          op.get(HALF16), to32[quarter], toFloat, op.get(DV), op.f32x4_mul);
+        if (withMinimum) out.push(op.get(MV), op.f32x4_add);
+        out.push(op.v128_store);
+      }
+    }
+    return code(out);
   }
-  var dequantBody = code(
-    op.i32(0), op.set(B),
-    op.block, op.loop, // for each block of 32 values (20 bytes)
-    op.get(B), op.get(BLOCKS), op.ge_u, op.br_if(1),
-    halfAt(0), op.set(D), halfAt(2), op.set(M),
-    op.i32(0), op.set(J),
-    op.loop, // byte j holds value j (low nibble) and value j + 16 (high nibble)
-    op.get(SRC), op.get(J), op.add, op.i32(4), op.add, op.load8_u, op.set(Q),
-    storeValue(0, code(op.get(Q), op.i32(15), op.and)),
-    storeValue(16, code(op.get(Q), op.i32(4), op.shr_u)),
-    incr(J, 1), op.get(J), op.i32(16), op.lt_u, op.br_if(0),
-    op.end,
-    incr(SRC, 20), incr(DST, 128), incr(B, 1), op.br(0),
-    op.end, op.end
-  );
-  var dequantLocals = [[3, I32], [2, F32]];
-
-  // --- dequant_q8_0(src, blocks, dst, half) ---------------------------------------------
-  // Q8_0 blocks of 34 bytes: float16 d, then 32 int8; value = d * int8.
-  // Same params and locals as dequant_q4_1 (q unused).
-  var dequantQ8Body = code(
-    op.i32(0), op.set(B),
-    op.block, op.loop, // for each block of 32 values (34 bytes)
-    op.get(B), op.get(BLOCKS), op.ge_u, op.br_if(1),
-    halfAt(0), op.set(D),
-    op.i32(0), op.set(J),
-    op.loop,
-    op.get(DST), op.get(J), op.i32(2), op.shl, op.add,
-    op.get(D), op.get(SRC), op.get(J), op.add, op.i32(2), op.add, op.load8_s, op.f32_from_i32, op.f32_mul,
-    op.f32_store,
-    incr(J, 1), op.get(J), op.i32(32), op.lt_u, op.br_if(0),
-    op.end,
-    incr(SRC, 34), incr(DST, 128), incr(B, 1), op.br(0),
-    op.end, op.end
-  );
+  function blockLoop(blockBytes, body) { // for b in 0 .. blocks - 1: body; src += blockBytes; dst += 32 floats
+    return code(
+      op.i32(0), op.set(B),
+      op.block, op.loop,
+      op.get(B), op.get(BLOCKS), op.ge_u, op.br_if(1),
+      body,
+      incr(SRC, blockBytes), incr(DST, 128), incr(B, 1), op.br(0),
+      op.end, op.end
+    );
+  }
+  // Q4_1 (20 bytes): float16 d, float16 m, then byte j = value j (low nibble), j + 16 (high).
+  var dequantBody = blockLoop(20, code(
+    halfAt(0), op.f32x4_splat, op.set(DV), halfAt(2), op.f32x4_splat, op.set(MV),
+    op.get(SRC), op.i32(4), op.add, op.v128_load, op.i32(15), op.i8x16_splat, op.v128_and, op.set(BYTES),
+    widenStore(0, false, true),
+    op.get(SRC), op.i32(4), op.add, op.v128_load, op.i32(4), op.i8x16_shr_u, op.set(BYTES),
+    widenStore(16, false, true)
+  ));
+  // Q8_0 (34 bytes): float16 d, then 32 int8; value = d * int8.
+  var dequantQ8Body = blockLoop(34, code(
+    halfAt(0), op.f32x4_splat, op.set(DV),
+    op.get(SRC), op.i32(2), op.add, op.v128_load, op.set(BYTES), widenStore(0, true, false),
+    op.get(SRC), op.i32(18), op.add, op.v128_load, op.set(BYTES), widenStore(16, true, false)
+  ));
+  var dequantLocals = [[1, I32], [4, V128]];
 
   function functionBody(locals, body) {
     var bytes = vec(locals.map(function (l) { return uleb(l[0]).concat([l[1]]); })).concat(body, op.end);
