@@ -108,10 +108,12 @@ MEASURE_JS = """() => {
   };
 }"""
 
+# Ready: math rendered, the explorers drawn from the build's data (the live model's
+# section loads only when asked), every image loaded.
 READY_JS = """() => document.readyState === 'complete'
   && [...document.querySelectorAll('.arithmatex')].every((el) => el.querySelector('.katex'))
-  && [...document.querySelectorAll('.attn-explorer')]
-       .every((el) => el.dataset.ready === 'true' || !el.id)
+  && [...document.querySelectorAll('.attn-explorer[id]:not(.live)')]
+       .every((el) => el.dataset.ready === 'true')
   && [...document.querySelectorAll('img')].every((img) => img.complete)"""
 
 EAGER_IMAGES_JS = """() => document.querySelectorAll('img[loading="lazy"]')

@@ -100,21 +100,39 @@ def _python_blocks(path: Path) -> list[PageBlock]:
     return [b for b in page_blocks(path.read_text(encoding="utf-8")) if b.syntax == "python"]
 
 
-def _pages() -> list[Any]:
-    """Every page with a python block, in its block runner's worker group if it has one."""
-    from conftest import GROUP_OF_FILE  # tests/conftest.py, on sys.path as tests/ is
+def _shared_work(config: pytest.Config) -> dict[str, str]:
+    """``GROUP_OF_FILE`` of ``tests/conftest.py``: a page -> its worker group.
 
+    Read from the registered conftest module (several ``conftest`` modules share that
+    name, so importing it by name could find another one).
+    """
+    root_conftest = REPO_ROOT / "tests" / "conftest.py"
+    for plugin in config.pluginmanager.get_plugins():
+        if Path(str(getattr(plugin, "__file__", ""))).resolve() == root_conftest:
+            groups: dict[str, str] = plugin.GROUP_OF_FILE
+            return groups
+    return {}
+
+
+def _pages(groups: dict[str, str]) -> list[Any]:
+    """Every page with a python block, in its block runner's worker group if it has one."""
     paths = [*sorted((REPO_ROOT / "docs").rglob("*.md")), REPO_ROOT / "README.md"]
     params = []
     for path in paths:
         if not _python_blocks(path):
             continue
         name = path.relative_to(REPO_ROOT).as_posix()
-        group = GROUP_OF_FILE.get(name)
+        group = groups.get(name)
         # a page with costly shared work runs early, beside the site build, on its group's worker
         marks = [pytest.mark.xdist_group(group), pytest.mark.long] if group else []
         params.append(pytest.param(path, id=name, marks=marks))
     return params
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """One ``test_every_block_pastes_at_the_prompt`` per page."""
+    if metafunc.function.__name__ == "test_every_block_pastes_at_the_prompt":
+        metafunc.parametrize("path", _pages(_shared_work(metafunc.config)))
 
 
 def test_paste_reports_what_the_prompt_rejects() -> None:
@@ -127,7 +145,6 @@ def test_paste_reports_what_the_prompt_rejects() -> None:
     assert (printed, error) == ("3\n", None)  # the bare `total` is not echoed
 
 
-@pytest.mark.parametrize("path", _pages())
 def test_every_block_pastes_at_the_prompt(path: Path) -> None:
     """Each block, pasted line by line, runs without error and prints its expected output."""
     failures = []
