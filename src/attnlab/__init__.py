@@ -9,6 +9,7 @@ masks are added to the scores.
 
 from . import examples, ring
 from .additive import AdditiveAttention, additive_attention_scores
+from .attention_heads import AttentionHeads, AttentionOutput
 from .backends import BACKENDS, Backend, attend
 from .causal import CausalAttention
 from .check import AttentionCheck, check_causal_self_attention
@@ -27,12 +28,7 @@ from .functional import (
 from .gqa import GroupedQueryAttention
 from .kv_cache import KVCache, kv_cache_bytes_per_token
 from .masks import causal_mask, mask_from_torch, mask_to_torch, sliding_window_mask
-from .multihead import (
-    AttentionHeads,
-    CrossAttention,
-    MultiHeadAttention,
-    MultiHeadAttentionWrapper,
-)
+from .multihead import CrossAttention, MultiHeadAttention, MultiHeadAttentionWrapper
 from .ring import ring_attention
 from .rotary import RotaryEmbedding, rotate_half
 from .self_attention import SelfAttentionV1, SelfAttentionV2
@@ -42,6 +38,7 @@ __all__ = [
     "AdditiveAttention",
     "AttentionCheck",
     "AttentionHeads",
+    "AttentionOutput",
     "Backend",
     "CausalAttention",
     "CrossAttention",

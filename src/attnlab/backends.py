@@ -1,7 +1,12 @@
-"""Choosing how attention is computed: one dispatcher for every module.
+"""Choosing how attention is computed: one registry of kernels for every module.
 
-Modules project their inputs, then call [`attend`][attnlab.attend] with the name of a
-backend. Every backend has the semantics of
+Modules project their inputs, then call [`attend`][attnlab.attend] (or, with their
+arguments already checked, [`run_kernel`][attnlab.backends.run_kernel]) with the name of
+a backend. Each name maps to a kernel in [`KERNELS`][attnlab.backends.KERNELS], a
+function ``kernel(query, key, value, call) -> output`` whose
+[`AttentionCall`][attnlab.functional.AttentionCall] carries the mask, dropout, causal
+flag, scale and grouped-query group in one frozen object (as Hugging Face's
+``ALL_ATTENTION_FUNCTIONS``). Every kernel has the semantics of
 [`scaled_dot_product_attention`][attnlab.scaled_dot_product_attention]:
 
 * ``"explicit"``: the package's step-by-step computation (materialises the
@@ -10,35 +15,126 @@ backend. Every backend has the semantics of
   kernels (the fastest, and the modules' default);
 * ``"flash"``: [`flash_attention`][attnlab.flash_attention], the package's own
   FlashAttention algorithm in plain PyTorch (blocks and an online softmax; never
-  materialises the ``(L, S)`` matrix).
+  materialises the ``(L, S)`` matrix), called through its public signature.
+
+[`register_kernel`][attnlab.backends.register_kernel] adds a backend under a new name.
 """
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable
 from typing import Literal, get_args
 
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._validation import check_attention_args
-from .flash import DEFAULT_BLOCK_SIZE, flash_kernel
-from .functional import attention_kernel
+from ._validation import broadcast_shape, check_attention_args
+from .flash import DEFAULT_BLOCK_SIZE
+from .flash import flash_kernel as flash_attention_kernel
+from .functional import AttentionCall, attention_kernel
 
-__all__ = ["BACKENDS", "Backend", "attend", "attend_kernel", "check_backend"]
+__all__ = [
+    "BACKENDS",
+    "KERNELS",
+    "AttentionCall",
+    "AttentionKernel",
+    "Backend",
+    "attend",
+    "attend_kernel",
+    "check_backend",
+    "register_kernel",
+    "run_kernel",
+]
 
 Backend = Literal["explicit", "torch", "flash"]
-"""Names of the attention backends."""
+"""Names of the built-in attention backends."""
 
 BACKENDS: tuple[str, ...] = get_args(Backend)
-"""Every backend name, in the order the docs list them."""
+"""Every built-in backend name, in the order the docs list them."""
+
+AttentionKernel = Callable[[Tensor, Tensor, Tensor, AttentionCall], Tensor]
+"""A backend's kernel: ``kernel(query, key, value, call) -> output``, arguments checked."""
+
+
+def explicit_kernel(query: Tensor, key: Tensor, value: Tensor, call: AttentionCall) -> Tensor:
+    """The ``"explicit"`` backend: the package's step-by-step computation."""
+    output, _ = attention_kernel(query, key, value, call)
+    return output
+
+
+def torch_kernel(query: Tensor, key: Tensor, value: Tensor, call: AttentionCall) -> Tensor:
+    """The ``"torch"`` backend: PyTorch's fused ``scaled_dot_product_attention``."""
+    return F.scaled_dot_product_attention(
+        query,
+        key,
+        value,
+        attn_mask=call.attn_mask,
+        dropout_p=call.dropout_p,
+        is_causal=call.is_causal,
+        scale=call.scale,
+        enable_gqa=call.group > 1,
+    )
+
+
+def flash_kernel(query: Tensor, key: Tensor, value: Tensor, call: AttentionCall) -> Tensor:
+    """The ``"flash"`` backend: [`flash_attention`][attnlab.flash_attention], unchecked.
+
+    ``flash_attention(query, key, value, attn_mask=..., dropout_p=..., is_causal=...,
+    scale=..., enable_gqa=...)`` computes the same; this skips its checks, which the
+    caller has made.
+    """
+    output, _ = flash_attention_kernel(
+        query,
+        key,
+        value,
+        call.attn_mask,
+        call.dropout_p,
+        call.is_causal,
+        call.scale,
+        DEFAULT_BLOCK_SIZE,
+        window=None,
+        batch=_batch_shape(query, key, value, call.group),
+        group=call.group,
+    )
+    return output
+
+
+def _batch_shape(query: Tensor, key: Tensor, value: Tensor, group: int) -> tuple[int, ...]:
+    """The broadcast batch ``(N, ...)`` of the three, counting the query's heads (GQA)."""
+    kv_batch = broadcast_shape(key.shape[:-2], value.shape[:-2]) or ()  # checked: broadcasts
+    if group > 1:  # (N, ..., Hkv) -> (N, ..., Hkv * group): the query's heads
+        kv_batch = (*kv_batch[:-1], kv_batch[-1] * group)
+    return broadcast_shape(query.shape[:-2], kv_batch) or ()
+
+
+KERNELS: dict[str, AttentionKernel] = {
+    "explicit": explicit_kernel,
+    "torch": torch_kernel,
+    "flash": flash_kernel,
+}
+"""The backend registry: each backend's name and its kernel."""
+
+
+def register_kernel(name: str, kernel: AttentionKernel) -> None:
+    """Add (or replace) a backend: modules built with ``backend=name`` then call ``kernel``.
+
+    Args:
+        name: The backend's name, a non-empty string.
+        kernel: ``kernel(query, key, value, call) -> output`` with the semantics of
+            PyTorch's SDPA, given arguments already checked.
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty str; got {name!r}")
+    if not callable(kernel):
+        raise TypeError(f"kernel must be callable; got {type(kernel).__name__}")
+    KERNELS[name] = kernel
 
 
 def check_backend(backend: object) -> Backend:
-    """Return ``backend`` if it names a backend, else raise ``ValueError``."""
-    if backend not in BACKENDS:
-        raise ValueError(
-            f"backend must be one of {', '.join(map(repr, BACKENDS))}; got {backend!r}"
-        )
+    """Return ``backend`` if it names a registered backend, else raise ``ValueError``."""
+    if not isinstance(backend, str) or backend not in KERNELS:
+        raise ValueError(f"backend must be one of {', '.join(map(repr, KERNELS))}; got {backend!r}")
     return backend  # type: ignore[return-value]
 
 
@@ -77,12 +173,26 @@ def attend(
         output: ``(N, ..., L, Ev)``.
     """
     check_backend(backend)
-    batch, group = check_attention_args(
+    _, group = check_attention_args(
         query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa=enable_gqa
     )
-    return attend_kernel(
-        query, key, value, attn_mask, dropout_p, is_causal, scale, backend, batch=batch, group=group
+    return run_kernel(
+        query, key, value, AttentionCall(attn_mask, dropout_p, is_causal, scale, group), backend
     )
+
+
+def run_kernel(
+    query: Tensor, key: Tensor, value: Tensor, call: AttentionCall, backend: str = "torch"
+) -> Tensor:
+    """[`attend`][attnlab.attend] on arguments already checked: the registered kernel.
+
+    The modules check their own inputs once, then call this.
+
+    Shape:
+        query: ``(N, ..., L, E)``; key: ``(N, ..., S, E)``; value: ``(N, ..., S, Ev)``;
+        output: ``(N, ..., L, Ev)``.
+    """
+    return KERNELS[backend](query, key, value, call)
 
 
 def attend_kernel(
@@ -98,30 +208,15 @@ def attend_kernel(
     batch: tuple[int, ...],
     group: int,
 ) -> Tensor:
-    """[`attend`][attnlab.attend] on arguments already checked: the backends' kernels.
+    """Deprecated (kept one release): use [`run_kernel`][attnlab.backends.run_kernel].
 
-    ``batch`` and ``group`` are what the checks return (the broadcast batch shape and
-    the query heads per key/value head). The modules check their own inputs once and
-    call this.
+    ``batch`` is ignored (the kernels read it from the tensors).
     """
-    if backend == "explicit":
-        output, _ = attention_kernel(
-            query, key, value, attn_mask, dropout_p, is_causal, scale, group
-        )
-        return output
-    if backend == "flash":
-        output, _ = flash_kernel(
-            query, key, value, attn_mask, dropout_p, is_causal, scale, DEFAULT_BLOCK_SIZE,
-            window=None, batch=batch, group=group,
-        )  # fmt: skip
-        return output
-    return F.scaled_dot_product_attention(
-        query,
-        key,
-        value,
-        attn_mask=attn_mask,
-        dropout_p=dropout_p,
-        is_causal=is_causal,
-        scale=scale,
-        enable_gqa=group > 1,
+    warnings.warn(
+        "attend_kernel is deprecated: call run_kernel(query, key, value, "
+        "AttentionCall(attn_mask, dropout_p, is_causal, scale, group), backend)",
+        DeprecationWarning,
+        stacklevel=2,
     )
+    call = AttentionCall(attn_mask, dropout_p, is_causal, scale, group)
+    return run_kernel(query, key, value, call, backend)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from torch import Tensor
 
 from ._validation import check_bool, check_probability
-from .backends import Backend, attend_kernel
+from .backends import Backend, run_kernel
+from .functional import AttentionCall
 from .masks import module_attn_mask
 from .self_attention import SelfAttentionV2, checked_padding_mask
 
@@ -108,10 +109,8 @@ class CausalAttention(SelfAttentionV2):
         attn_mask, is_causal = module_attn_mask(
             T, T, self.causal, padding, None, num_heads_dims=0, dtype=x.dtype, device=x.device
         )  # (..., T, T) or None
-        return attend_kernel(
-            queries, keys, values, attn_mask, dropout_p=dropout_p, is_causal=is_causal,
-            scale=None, backend=self.backend, batch=tuple(queries.shape[:-2]), group=1,
-        )  # (..., T, d_out); fmt: skip
+        call = AttentionCall(attn_mask, dropout_p, is_causal)
+        return run_kernel(queries, keys, values, call, self.backend)  # (..., T, d_out)
 
     def extra_repr(self) -> str:
         """Sizes, dropout, causality and backend, shown by ``print(module)``."""

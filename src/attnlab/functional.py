@@ -19,6 +19,7 @@ gives, never NaN.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -37,6 +38,7 @@ from ._validation import (
 from .masks import apply_mask, causal_mask, divide_rows, row_shift
 
 __all__ = [
+    "AttentionCall",
     "attention_scores",
     "attention_weights",
     "attention_with_weights",
@@ -48,6 +50,31 @@ __all__ = [
     "softmax",
     "softmax_naive",
 ]
+
+
+@dataclass(frozen=True)
+class AttentionCall:
+    """The settings of one attention call, already checked: all but query, key and value.
+
+    The kernels of the backend registry ([`KERNELS`][attnlab.backends.KERNELS]) take
+    ``(query, key, value, call)``: one frozen object instead of a row of positional
+    flags. The defaults are SDPA's.
+
+    Attributes:
+        attn_mask: ``None``, or a mask broadcastable to ``(N, ..., L, S)``: bool
+            (``True`` = may attend) or float (added to the scaled scores).
+        dropout_p: Dropout probability on the weights, applied whenever positive.
+        is_causal: SDPA's causal flag, aligned top-left; never with ``attn_mask``.
+        scale: Multiplier of the scores; ``None`` means ``1 / sqrt(E)``.
+        group: Query heads per key/value head (``1``: no grouped-query attention);
+            query head ``h`` uses key/value head ``h // group``, heads at dim ``-3``.
+    """
+
+    attn_mask: Tensor | None = None
+    dropout_p: float = 0.0
+    is_causal: bool = False
+    scale: float | None = None
+    group: int = 1
 
 
 def softmax_naive(x: Tensor, dim: int = -1) -> Tensor:
@@ -227,30 +254,28 @@ def attention_with_weights(
         output: ``(N, ..., L, Ev)``; attn_weights: ``(N, ..., L, S)``.
     """
     check_attention_args(query, key, value, attn_mask, dropout_p, is_causal, scale)
-    return attention_kernel(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    call = AttentionCall(attn_mask, dropout_p, is_causal, scale)
+    return attention_kernel(query, key, value, call)
 
 
 def attention_kernel(
-    query: Tensor,
-    key: Tensor,
-    value: Tensor,
-    attn_mask: Tensor | None,
-    dropout_p: float,
-    is_causal: bool,
-    scale: float | None,
-    group: int = 1,
+    query: Tensor, key: Tensor, value: Tensor, call: AttentionCall
 ) -> tuple[Tensor, Tensor]:
     """[`attention_with_weights`][attnlab.attention_with_weights] on arguments already checked.
 
     The package's explicit kernel: the public functions and the modules check their
-    arguments once, then call this. ``group > 1`` is grouped-query attention (each
+    arguments once, then call this. ``call.group > 1`` is grouped-query attention (each
     key/value head repeated ``group`` times).
+
+    Returns:
+        ``(output, attn_weights)``: ``(N, ..., L, Ev)`` and ``(N, ..., L, S)``.
     """
-    if group > 1:  # (N, ..., Hkv, S, E) -> (N, ..., Hkv * group, S, E)
-        key, value = repeat_kv_heads(key, group), repeat_kv_heads(value, group)
-    attn_weights = masked_softmax(query, key, attn_mask, is_causal, scale)  # (N, ..., L, S)
-    if dropout_p > 0.0:
-        attn_weights = F.dropout(attn_weights, p=dropout_p, training=True)
+    if call.group > 1:  # (N, ..., Hkv, S, E) -> (N, ..., Hkv * group, S, E)
+        key, value = repeat_kv_heads(key, call.group), repeat_kv_heads(value, call.group)
+    # (N, ..., L, S)
+    attn_weights = masked_softmax(query, key, call.attn_mask, call.is_causal, call.scale)
+    if call.dropout_p > 0.0:
+        attn_weights = F.dropout(attn_weights, p=call.dropout_p, training=True)
     context_vecs = attn_weights @ value.to(attn_weights.dtype)  # (N, ..., L, Ev)
     return context_vecs.to(query.dtype), attn_weights.to(query.dtype)
 
@@ -344,7 +369,8 @@ def scaled_dot_product_attention(
     _, group = check_attention_args(
         query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa=enable_gqa
     )
-    output, _ = attention_kernel(query, key, value, attn_mask, dropout_p, is_causal, scale, group)
+    call = AttentionCall(attn_mask, dropout_p, is_causal, scale, group)
+    output, _ = attention_kernel(query, key, value, call)
     return output
 
 

@@ -6,11 +6,12 @@ attention; ``num_kv_heads = 1``: multi-query attention). Queries and keys are ro
 by their positions ([`RotaryEmbedding`][attnlab.RotaryEmbedding]), and a
 [`KVCache`][attnlab.KVCache] lets a decoder feed the sequence in chunks.
 
-The layer is built on the seams of [`AttentionHeads`][attnlab.AttentionHeads], the
-ones [`MultiHeadAttention`][attnlab.MultiHeadAttention] runs: it reuses
-``split_heads``, ``attend_heads`` and ``merge_heads`` and overrides only
-``position_queries_keys`` (the rotation), with the cache between it and
-``attend_heads``.
+The layer runs the one forward pass of [`AttentionHeads`][attnlab.AttentionHeads],
+the one [`MultiHeadAttention`][attnlab.MultiHeadAttention] runs: it reuses
+``split_heads``, ``attend_heads`` and ``merge_heads``, names its projections
+(``q_proj``/``k_proj``/``v_proj``/``o_proj``, Hugging Face's names) and overrides
+``position_queries_keys`` (the rotation) and ``causal_rule`` (end-aligned with the
+cache, within the window: [`decoder_mask`][attnlab.masks.decoder_mask]).
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ._validation import check_features, check_mask, check_module_input, check_positive_int
+from ._validation import check_features, check_module_input, check_positive_int
+from .attention_heads import AttentionHeads, PositionEmbeddings
 from .backends import Backend, check_backend
-from .kv_cache import KVCache
-from .masks import combine_masks, sliding_window_mask
-from .multihead import AttentionHeads
+from .masks import decoder_mask
 from .rotary import RotaryEmbedding
 
 __all__ = ["GroupedQueryAttention"]
@@ -37,10 +37,13 @@ class GroupedQueryAttention(AttentionHeads):
     positions and the chunk's positions up to its own (the causal mask aligned to the
     end). Feeding a sequence chunk by chunk gives the full forward's output.
 
-    The forward pass runs the seams of [`AttentionHeads`][attnlab.AttentionHeads]:
-    ``split_heads``, ``position_queries_keys`` (overridden here: the rotary rotation),
-    the cache, ``attend_heads`` (each group of query heads sharing one key/value head)
-    and ``merge_heads``. No dropout, as in Llama's inference.
+    The forward pass is [`AttentionHeads`][attnlab.AttentionHeads]'s: ``split_heads``,
+    ``position_queries_keys`` (overridden here: the rotary rotation, or the model's
+    ``position_embeddings``), the cache, ``causal_rule`` (overridden: end-aligned, within
+    the window) combined with an optional ``attn_mask`` (bool ``True`` = may attend,
+    e.g. ``False`` at padding keys), ``attend_heads`` (each group of query heads sharing
+    one key/value head), ``merge_heads``; ``ablate_heads`` and ``need_weights`` (per
+    query head) as the skeleton takes them. No dropout, as in Llama's inference.
 
     Args:
         d_model: Width of each token (``hidden_size``).
@@ -85,9 +88,9 @@ class GroupedQueryAttention(AttentionHeads):
             )
         dim = d_model // num_heads if head_dim is None else head_dim
         self.head_dim = check_positive_int("head_dim", dim)
+        self.value_head_dim = self.head_dim
         self.window = None if window is None else check_positive_int("window", window)
         self.backend = check_backend(backend)
-        self.dropout = 0.0
         H, Hkv, D = self.num_heads, self.num_kv_heads, self.head_dim
         self.q_proj = nn.Linear(d_model, H * D, bias=bias)
         self.k_proj = nn.Linear(d_model, Hkv * D, bias=bias)
@@ -95,92 +98,51 @@ class GroupedQueryAttention(AttentionHeads):
         self.o_proj = nn.Linear(H * D, d_model, bias=bias)
         self.rotary = RotaryEmbedding(D, rope_theta)
 
-    def forward(
-        self, x: Tensor, cache: KVCache | None = None, *, attn_mask: Tensor | None = None
-    ) -> Tensor:
-        """Attend causally over ``x`` (after the cached positions, if a cache is given).
+    def check_inputs(
+        self, query: object, key: object, value: object
+    ) -> tuple[tuple[int, ...], int, int]:
+        """Check ``x`` (self-attention only: key and value are ``x``); batch shape, T, T."""
+        if key is not query or value is not query:
+            kind = type(key if key is not query else value).__name__
+            raise TypeError(
+                f"GroupedQueryAttention is self-attention: call it as layer(x, cache=...), "
+                f"with no key or value; got a second positional argument of type {kind}"
+            )
+        x = check_features("x", query, self.d_model, width_name="d_model")
+        check_module_input("x", x, self.q_proj.weight)
+        return tuple(x.shape[:-2]), x.shape[-2], x.shape[-2]
 
-        Args:
-            x: The new tokens.
-            cache: Optional cache of this layer's earlier keys and values; the chunk's
-                are appended to it.
-            attn_mask: Optional extra mask, combined with the causal (and window) rule:
-                bool ``True`` = may attend (e.g. ``False`` at padding keys), or float
-                added to the scores; broadcastable to ``(B, H, T, S)``.
+    def project_qkv(
+        self, query: Tensor, key: Tensor, value: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """``q_proj``, ``k_proj``, ``v_proj``: ``(B, T, H * D)``, ``(B, T, Hkv * D)`` twice."""
+        return self.q_proj(query), self.k_proj(key), self.v_proj(value)
 
-        Returns:
-            The output for the new tokens.
-
-        Shape:
-            x: ``(T, d_model)`` or ``(B, T, d_model)``; output: the same.
-        """
-        context_vecs, _ = self._attend_new_tokens(x, cache, attn_mask=attn_mask)  # (B, H, T, D)
-        output: Tensor = self.o_proj(self.merge_heads(context_vecs))  # (B, T, d_model)
+    def project_out(self, x: Tensor) -> Tensor:
+        """``o_proj`` of the merged heads: ``(B, T, H * D)`` -> ``(B, T, d_model)``."""
+        output: Tensor = self.o_proj(x)
         return output
 
-    def _attend_new_tokens(
-        self,
-        x: Tensor,
-        cache: KVCache | None = None,
-        need_weights: bool = False,
-        *,
-        attn_mask: Tensor | None = None,
-    ) -> tuple[Tensor, Tensor | None]:
-        """Every step of ``forward`` before ``merge_heads``: each head's context vectors.
-
-        Checks ``x`` and ``cache``, projects, splits the heads, rotates queries and keys
-        by their positions (after the cached ones), appends to the cache, then attends
-        causally (within the window, if one is set) through ``attend_heads``.
-
-        Args:
-            x: The new tokens.
-            cache: Optional cache of this layer's earlier keys and values; the chunk's
-                are appended to it.
-            need_weights: Also return each query head's attention weights.
-            attn_mask: Optional extra mask (bool ``True`` = may attend, or float),
-                combined with the causal rule.
-
-        Returns:
-            ``(context_vecs, attn_weights)``; the weights are ``None`` unless asked for.
-
-        Shape:
-            x: ``(B, T, d_model)`` or ``(T, d_model)``; context_vecs: ``(B, H, T, D)``;
-            attn_weights: ``(B, H, T, S)`` with ``S = len(cache) + T`` (no ``B`` unbatched).
-        """
-        x = check_features("x", x, self.d_model, width_name="d_model")
-        check_module_input("x", x, self.q_proj.weight)
-        if cache is not None and not isinstance(cache, KVCache):
-            raise TypeError(f"cache must be a KVCache or None; got {type(cache).__name__}")
-        T = x.shape[-2]
-        past = 0 if cache is None else len(cache)
-        if attn_mask is not None:
-            batch = tuple(x.shape[:-2])
-            check_mask("attn_mask", attn_mask, (*batch, self.num_heads, T, past + T), x)
-        queries = self.split_heads(self.q_proj(x))  # (B, T, H * D) -> (B, H, T, D)
-        keys = self.split_heads(self.k_proj(x))  # (B, T, Hkv * D) -> (B, Hkv, T, D)
-        values = self.split_heads(self.v_proj(x))  # (B, Hkv, T, D)
-        queries, keys = self.position_queries_keys(queries, keys, offset=past)  # rotated
-        if cache is not None:
-            keys, values = cache.append(keys, values)  # (B, Hkv, past + T, D)
-        mask, is_causal = self._mask(T, keys.shape[-2], x.device)
-        if attn_mask is not None:  # the rule as a mask, combined with the caller's
-            rule = mask if mask is not None else sliding_window_mask(T, keys.shape[-2], T + past)
-            mask, is_causal = combine_masks(rule, attn_mask, dtype=x.dtype), False
-        return self.attend_heads(
-            queries, keys, values, mask, is_causal, need_weights=need_weights
-        )  # (B, H, T, D), (B, H, T, S) or None
-
     def position_queries_keys(
-        self, queries: Tensor, keys: Tensor, offset: int = 0
+        self,
+        queries: Tensor,
+        keys: Tensor,
+        offset: int = 0,
+        position_embeddings: PositionEmbeddings | None = None,
     ) -> tuple[Tensor, Tensor]:
         """Rotate queries and keys by their positions ``offset, offset + 1, ...``.
 
         Values are not rotated: position shapes who is attended to, not what is read.
+        A model passes its one rotary table for every layer (``position_embeddings``);
+        a layer used alone builds its own from ``rotary``.
 
         Args:
             queries: Per-head queries of the new tokens.
             keys: Per-head keys of the same tokens.
             offset: Position of the first new token (``len(cache)``).
+            position_embeddings: ``(cos, sin)`` for these positions, each ``(T, D)`` or
+                ``(B, T, D)`` (one row of positions per sequence); ``None``: this
+                layer's own table for ``offset .. offset + T - 1``.
 
         Returns:
             The rotated ``(queries, keys)``.
@@ -188,37 +150,23 @@ class GroupedQueryAttention(AttentionHeads):
         Shape:
             queries: ``(B, H, T, D)``; keys: ``(B, Hkv, T, D)``; outputs: the same.
         """
-        T = queries.shape[-2]
-        positions = torch.arange(offset, offset + T, device=queries.device)  # (T,)
-        cos, sin = self.rotary.cos_sin(positions)  # (T, D) each: one angle table for both
+        if position_embeddings is None:
+            T = queries.shape[-2]
+            positions = torch.arange(offset, offset + T, device=queries.device)  # (T,)
+            position_embeddings = self.rotary.cos_sin(positions)  # (T, D) each
+        cos, sin = position_embeddings  # one angle table for queries and keys
+        if cos.dim() == 3:  # (B, T, D) -> (B, 1, T, D): the same angles for every head
+            cos, sin = cos.unsqueeze(-3), sin.unsqueeze(-3)
         rotate = self.rotary.apply_cos_sin  # forward checked x once: no checks again
         return rotate(queries, cos, sin), rotate(keys, cos, sin)
 
-    def _mask(
-        self, L: int, S: int, device: torch.device | None = None
-    ) -> tuple[Tensor | None, bool]:
-        """The mask of ``L`` new queries over ``S`` keys: causal, aligned to the end.
+    def causal_rule(self, L: int, S: int, device: torch.device) -> tuple[Tensor | None, bool]:
+        """Causal, aligned to the end (the queries follow the cached keys), within the window.
 
-        Args:
-            L: New queries (the last ``L`` positions).
-            S: Keys, cached ones included.
-            device: Where to build the mask.
-
-        Returns:
-            ``(attn_mask, is_causal)`` for
-            [`attend_heads`][attnlab.AttentionHeads.attend_heads]: ``(None, True)``
-            when SDPA's top-left causal flag is the same mask (no window, ``L == S``);
-            ``(None, False)`` when nothing is hidden (no window and one new token, the
-            last position, which sees every key: each step of decoding); else a bool
-            ``(L, S)`` [`sliding_window_mask`][attnlab.sliding_window_mask] (``True`` =
-            may attend; the window is ``S`` when none is set).
+        [`decoder_mask`][attnlab.masks.decoder_mask] in its cheapest form: SDPA's flag
+        for a whole sequence, nothing for one decoding step, else a bool ``(L, S)``.
         """
-        if self.window is None and L == S:
-            return None, True
-        if (self.window is None or self.window >= S) and L == 1:
-            return None, False
-        window = S if self.window is None else self.window
-        return sliding_window_mask(L, S, window, device=device), False
+        return decoder_mask(L, S, self.window, device=device)
 
     @staticmethod
     def from_hf(attn: nn.Module, *, backend: Backend = "torch") -> GroupedQueryAttention:

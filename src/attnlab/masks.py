@@ -29,6 +29,7 @@ __all__ = [
     "apply_mask",
     "causal_mask",
     "combine_masks",
+    "decoder_mask",
     "divide_rows",
     "mask_from_torch",
     "mask_to_torch",
@@ -305,3 +306,42 @@ def sliding_window_mask(
     positions = torch.arange(L, device=device).unsqueeze(-1) + (S - L)  # (L, 1)
     keys = torch.arange(S, device=device)  # (S,)
     return (keys <= positions) & (keys > positions - window)  # (L, S)
+
+
+def decoder_mask(
+    L: int, S: int, window: int | None = None, device: torch.device | str | None = None
+) -> tuple[Tensor | None, bool]:
+    """A decoder's causal (and window) rule for ``L`` new queries over ``S`` keys, end-aligned.
+
+    The queries are the **last** ``L`` of ``S`` positions (after ``S - L`` cached ones),
+    so query ``i`` stands at position ``p = i + S - L`` and sees keys ``j <= p`` (and
+    ``j > p - window`` with a window): [`sliding_window_mask`][attnlab.sliding_window_mask]'s
+    rule. Returned in its cheapest form, as ``(attn_mask, is_causal)`` for SDPA:
+
+    * ``(None, True)`` when SDPA's top-left causal flag is the same mask (no window,
+      ``L == S``: the whole sequence at once);
+    * ``(None, False)`` when nothing is hidden (one new query, the last position, and no
+      window that cuts: each step of decoding);
+    * else a bool ``(L, S)`` mask, ``True`` = may attend.
+
+    Args:
+        L: New queries.
+        S: Keys, cached ones included (``S >= L``).
+        window: Optional: how many keys (its own included) each query may see.
+        device: Where to build a mask.
+
+    Returns:
+        ``(attn_mask, is_causal)``.
+
+    Shape:
+        attn_mask: ``(L, S)`` or ``None``.
+    """
+    check_length("L", L)
+    check_length("S", S)
+    if window is not None:
+        check_positive_int("window", window)
+    if window is None and L == S:
+        return None, True
+    if (window is None or window >= S) and L == 1:
+        return None, False
+    return sliding_window_mask(L, S, S if window is None else window, device=device), False

@@ -7,9 +7,10 @@ Two versions of the same computation:
 * [`MultiHeadAttention`][attnlab.MultiHeadAttention]: one projection each for queries,
   keys and values, split into heads with ``view``/``transpose``, one call to
   [`attend`][attnlab.attend] for all heads, then an output projection. Its forward
-  pass runs the four seams of [`AttentionHeads`][attnlab.AttentionHeads], which
-  [`GroupedQueryAttention`][attnlab.GroupedQueryAttention] shares. Interoperates with
-  ``torch.nn.MultiheadAttention`` (``from_torch``/``to_torch``).
+  pass is the one of [`AttentionHeads`][attnlab.AttentionHeads], the skeleton
+  [`GroupedQueryAttention`][attnlab.GroupedQueryAttention] shares; it names its
+  projections and its causal rule. Interoperates with ``torch.nn.MultiheadAttention``
+  (``from_torch``/``to_torch``).
 
 [`CrossAttention`][attnlab.CrossAttention] is ``MultiHeadAttention`` with keys and values
 from a second sequence.
@@ -29,17 +30,15 @@ from torch import Tensor, nn
 from ._validation import (
     check_bool,
     check_features,
-    check_key_padding_mask,
-    check_mask,
     check_module_input,
     check_positive_int,
     check_probability,
     check_same_device,
     format_shape,
 )
-from .backends import Backend, attend_kernel, check_backend
+from .attention_heads import AttentionHeads
+from .backends import Backend, check_backend
 from .causal import CausalAttention
-from .functional import attention_kernel
 from .interop import (
     check_torch_mha,
     copy_from_heads,
@@ -47,11 +46,9 @@ from .interop import (
     to_torch_mha,
     torch_mha_config,
 )
-from .masks import module_attn_mask
 from .self_attention import checked_padding_mask
 
 __all__ = [
-    "AttentionHeads",
     "CrossAttention",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
@@ -146,151 +143,16 @@ class MultiHeadAttentionWrapper(nn.Module):
         )
 
 
-class AttentionHeads(nn.Module):
-    """The four seams of a multi-head attention layer's forward pass.
-
-    [`MultiHeadAttention`][attnlab.MultiHeadAttention] and
-    [`GroupedQueryAttention`][attnlab.GroupedQueryAttention] both project their inputs,
-    then run the same four steps, in this order:
-
-        queries = split_heads(W_query(x))  # (B, L, H * D) -> (B, H, L, D)
-        keys, values = split_heads(W_key(x)), split_heads(W_value(x))  # (B, Hkv, S, D)
-        queries, keys = position_queries_keys(queries, keys, offset)  # rotary, or nothing
-        context_vecs, _ = attend_heads(queries, keys, values, mask)  # (B, H, L, D)
-        output = out_proj(merge_heads(context_vecs))  # (B, L, H * D) -> (B, L, d_out)
-
-    A new attention variant overrides one seam (grouped-query attention overrides
-    ``position_queries_keys`` to rotate by position, and keeps a
-    [`KVCache`][attnlab.KVCache] between it and ``attend_heads``) instead of copying
-    the others. A subclass sets the attributes below in its ``__init__``.
-
-    Attributes:
-        num_heads: Query heads ``H``.
-        num_kv_heads: Key/value heads ``Hkv``, dividing ``H`` (``H`` in multi-head
-            attention; fewer in grouped-query attention).
-        head_dim: Width ``D`` of one head.
-        dropout: Dropout probability on the attention weights, in training only.
-        backend: How [`attend`][attnlab.attend] computes attention.
-    """
-
-    num_heads: int
-    num_kv_heads: int
-    head_dim: int
-    dropout: float
-    backend: Backend
-
-    def split_heads(self, x: Tensor) -> Tensor:
-        """Split a projection's width into heads of ``head_dim`` and move heads forward.
-
-        Works for any number of heads (``width // head_dim``): the queries' ``H`` and
-        the keys' and values' ``Hkv`` alike.
-
-        Args:
-            x: A projected sequence.
-
-        Returns:
-            The same numbers, one ``(T, D)`` slice per head.
-
-        Shape:
-            x: ``(B, T, H * D)``; output: ``(B, H, T, D)`` (drop ``B`` for unbatched).
-        """
-        # (B, T, H * D) -> (B, T, H, D) -> (B, H, T, D)
-        num_heads = x.shape[-1] // self.head_dim
-        return x.view(*x.shape[:-1], num_heads, self.head_dim).transpose(-3, -2)
-
-    def position_queries_keys(
-        self, queries: Tensor, keys: Tensor, offset: int = 0
-    ) -> tuple[Tensor, Tensor]:
-        """Where positions enter queries and keys (e.g. rotary embeddings); here none do.
-
-        A subclass that encodes positions in the queries and keys overrides this (as
-        [`GroupedQueryAttention`][attnlab.GroupedQueryAttention] does with rotary
-        embeddings); plain multi-head attention returns them unchanged.
-
-        Args:
-            queries: Per-head queries.
-            keys: Per-head keys.
-            offset: Position of the first token (the number of cached positions
-                before it when decoding with a cache).
-
-        Returns:
-            ``(queries, keys)``, transformed by position.
-
-        Shape:
-            queries: ``(B, H, L, D)``; keys: ``(B, H_kv, S, D)``; outputs: the same.
-        """
-        return queries, keys
-
-    def attend_heads(
-        self,
-        queries: Tensor,
-        keys: Tensor,
-        values: Tensor,
-        attn_mask: Tensor | None = None,
-        is_causal: bool = False,
-        need_weights: bool = False,
-    ) -> tuple[Tensor, Tensor | None]:
-        """Attention in every head at once, through the module's backend.
-
-        With fewer key/value heads than query heads, each group of
-        ``num_heads // num_kv_heads`` query heads shares one key/value head
-        (``enable_gqa``: the backends never copy the shared heads). With
-        ``need_weights`` the explicit path computes the weights too, whatever the
-        backend. Dropout acts in training only.
-
-        Args:
-            queries: Per-head queries.
-            keys: Per-head keys.
-            values: Per-head values.
-            attn_mask: A merged mask (bool ``True`` = may attend, or float added to
-                the scores), or ``None``.
-            is_causal: SDPA's causal flag, top-left aligned (only without
-                ``attn_mask``).
-            need_weights: Also return the per-head attention weights.
-
-        Returns:
-            ``(context_vecs, attn_weights)``; the weights are ``None`` unless asked for.
-
-        Shape:
-            queries: ``(B, H, L, D)``; keys, values: ``(B, Hkv, S, D)``;
-            context_vecs: ``(B, H, L, D)``; attn_weights: ``(B, H, L, S)``.
-        """
-        dropout_p = self.dropout if self.training else 0.0
-        group = self.num_heads // self.num_kv_heads
-        if need_weights:  # the weights are per query head (grouped heads are repeated)
-            return attention_kernel(
-                queries, keys, values, attn_mask, dropout_p, is_causal, None, group
-            )
-        # The module checked its inputs: the backend's kernel checks nothing again.
-        context_vecs = attend_kernel(
-            queries, keys, values, attn_mask, dropout_p=dropout_p, is_causal=is_causal,
-            scale=None, backend=self.backend, batch=tuple(queries.shape[:-2]), group=group,
-        )  # (B, H, L, D); fmt: skip
-        return context_vecs, None
-
-    def merge_heads(self, x: Tensor) -> Tensor:
-        """Undo [`split_heads`][attnlab.AttentionHeads.split_heads]: heads side by side.
-
-        Args:
-            x: Per-head context vectors.
-
-        Returns:
-            The heads concatenated along the width.
-
-        Shape:
-            x: ``(B, H, T, D)``; output: ``(B, T, H * D)``.
-        """
-        return x.transpose(-3, -2).flatten(-2)  # (B, H, T, D) -> (B, T, H, D) -> (B, T, H * D)
-
-
 class MultiHeadAttention(AttentionHeads):
     """Multi-head attention with split heads, equal to ``torch.nn.MultiheadAttention``.
 
     Projects queries (from ``query``), keys (from ``key``) and values (from ``value``)
     to width ``d_out`` each, splits that width into ``H`` heads of ``D = d_out // H``,
     attends in every head at once through [`attend`][attnlab.attend] (scale
-    ``1 / sqrt(D)``), joins the heads and applies ``out_proj``: the four seams of
-    [`AttentionHeads`][attnlab.AttentionHeads]. With ``key`` and
+    ``1 / sqrt(D)``), joins the heads and applies ``out_proj``: the forward pass of
+    [`AttentionHeads`][attnlab.AttentionHeads], whose arguments (``attn_mask``,
+    ``key_padding_mask``, ``need_weights``, ``average_attn_weights`` as PyTorch's;
+    ``cache``, ``ablate_heads``) it takes. With ``key`` and
     ``value`` left out it is self-attention; given a second sequence it is
     cross-attention (set ``kdim``/``vdim`` when that sequence has another width).
 
@@ -305,6 +167,9 @@ class MultiHeadAttention(AttentionHeads):
     [`mask_from_torch`][attnlab.mask_from_torch]. All masks are combined into
     one. A query that may attend to no key outputs zeros before ``out_proj`` (so
     ``out_proj``'s bias), where ``nn.MultiheadAttention`` gives NaN.
+    ``need_weights=True`` returns an [`AttentionOutput`][attnlab.AttentionOutput]
+    ``(output, attn_weights)``, averaged over the heads unless
+    ``average_attn_weights=False``.
 
     Args:
         d_in: Width of each query token (``embed_dim`` in PyTorch).
@@ -342,9 +207,11 @@ class MultiHeadAttention(AttentionHeads):
         super().__init__()
         self.d_in = check_positive_int("d_in", d_in)
         self.head_dim = _check_heads(d_out, num_heads)
+        self.value_head_dim = self.head_dim
         self.d_out = d_out
         self.num_heads = num_heads
         self.num_kv_heads = num_heads
+        self.averages_weights = True  # need_weights averages over heads, as PyTorch's
         self.kdim = d_in if kdim is None else check_positive_int("kdim", kdim)
         self.vdim = self.kdim if vdim is None else check_positive_int("vdim", vdim)
         self.dropout = check_probability("dropout", dropout)
@@ -357,77 +224,7 @@ class MultiHeadAttention(AttentionHeads):
         self.torch_batch_first = True
         """The layout ``to_torch`` gives by default (``from_torch`` records the source's)."""
 
-    def forward(
-        self,
-        query: Tensor,
-        key: Tensor | None = None,
-        value: Tensor | None = None,
-        *,
-        attn_mask: Tensor | None = None,
-        key_padding_mask: Tensor | None = None,
-        need_weights: bool = False,
-        average_attn_weights: bool = True,
-    ) -> Tensor | tuple[Tensor, Tensor]:
-        """Attend from the queries of ``query`` to the keys and values of ``key``/``value``.
-
-        Args:
-            query: The tokens that ask.
-            key: The tokens that are looked at; defaults to ``query`` (self-attention).
-            value: The tokens whose content is mixed; defaults to ``key``.
-            attn_mask: Optional mask broadcastable to ``(B, H, L, S)`` (``(H, L, S)``
-                unbatched): bool ``True`` = may attend, or float added to the scores.
-            key_padding_mask: Optional, one entry per key: bool ``True`` = real token,
-                or float added to the scores.
-            need_weights: Also return the attention weights. They are computed by the
-                explicit path ([`attention_with_weights`][attnlab.attention_with_weights])
-                whatever the backend, and include dropout in training.
-            average_attn_weights: Average the returned weights over the heads
-                (``(B, L, S)``, as PyTorch does by default) rather than returning every
-                head's (``(B, H, L, S)``).
-
-        Returns:
-            The output, or ``(output, attn_weights)`` when ``need_weights`` is true.
-
-        Shape:
-            query: ``(B, L, d_in)``; key: ``(B, S, kdim)``; value: ``(B, S, vdim)``;
-            output: ``(B, L, d_out)``; attn_weights: ``(B, L, S)`` or ``(B, H, L, S)``
-            (drop ``B`` throughout for unbatched input).
-        """
-        key = query if key is None else key
-        value = key if value is None else value
-        batch, L, S = self._check_inputs(query, key, value)
-        H = self.num_heads
-        if attn_mask is not None:
-            check_mask("attn_mask", attn_mask, (*batch, H, L, S), query)
-        if key_padding_mask is not None:
-            check_key_padding_mask(key_padding_mask, batch, S, query)
-        check_bool("need_weights", need_weights)
-        check_bool("average_attn_weights", average_attn_weights)
-        mask, is_causal = module_attn_mask(
-            L,
-            S,
-            self.causal,
-            attn_mask,
-            key_padding_mask,
-            num_heads_dims=1,
-            dtype=query.dtype,
-            device=query.device,
-        )  # broadcastable to (B, H, L, S), or None
-        queries = self.split_heads(self.W_query(query))  # (B, L, d_in) -> (B, H, L, D)
-        keys = self.split_heads(self.W_key(key))  # (B, S, kdim) -> (B, H, S, D)
-        values = self.split_heads(self.W_value(value))  # (B, S, vdim) -> (B, H, S, D)
-        queries, keys = self.position_queries_keys(queries, keys)
-        context_vecs, attn_weights = self.attend_heads(
-            queries, keys, values, mask, is_causal, need_weights
-        )  # (B, H, L, D), (B, H, L, S) or None
-        output: Tensor = self.out_proj(self.merge_heads(context_vecs))  # (B, L, d_out)
-        if attn_weights is None:
-            return output
-        if average_attn_weights:
-            attn_weights = attn_weights.mean(dim=-3)  # (B, H, L, S) -> (B, L, S)
-        return output, attn_weights
-
-    def _check_inputs(
+    def check_inputs(
         self, query: object, key: object, value: object
     ) -> tuple[tuple[int, ...], int, int]:
         """Check query, key and value; return the batch shape, ``L`` and ``S``."""
@@ -455,6 +252,21 @@ class MultiHeadAttention(AttentionHeads):
         check_same_device("key", k, q, "query")
         check_same_device("value", v, q, "query")
         return batch, q.shape[-2], k.shape[-2]
+
+    def project_qkv(
+        self, query: Tensor, key: Tensor, value: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """``W_query``, ``W_key`` and ``W_value``: ``(B, L, d_out)``, ``(B, S, d_out)`` twice."""
+        return self.W_query(query), self.W_key(key), self.W_value(value)
+
+    def project_out(self, x: Tensor) -> Tensor:
+        """``out_proj`` of the merged heads: ``(B, L, d_out)`` -> ``(B, L, d_out)``."""
+        output: Tensor = self.out_proj(x)
+        return output
+
+    def causal_rule(self, L: int, S: int, device: torch.device) -> tuple[Tensor | None, bool]:
+        """``causal=True``: SDPA's top-left causal flag (query ``i`` sees keys ``j <= i``)."""
+        return None, self.causal
 
     @staticmethod
     def from_wrapper(wrapper: MultiHeadAttentionWrapper) -> MultiHeadAttention:

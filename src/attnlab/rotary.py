@@ -25,7 +25,6 @@ from ._validation import (
     check_floating,
     check_min_rank,
     check_positive_int,
-    check_same_device,
     format_shape,
 )
 
@@ -60,8 +59,6 @@ class RotaryEmbedding(nn.Module):
         x: ``(..., T, D)``; positions: ``(T,)``; output: ``(..., T, D)``.
     """
 
-    inv_freq: Tensor
-
     def __init__(self, head_dim: int, theta: float = 10000.0) -> None:
         super().__init__()
         self.head_dim = check_positive_int("head_dim", head_dim)
@@ -70,8 +67,25 @@ class RotaryEmbedding(nn.Module):
         if isinstance(theta, bool) or not isinstance(theta, int | float) or theta <= 0:
             raise ValueError(f"theta must be a positive number; got {theta!r}")
         self.theta = float(theta)
-        exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim
-        self.register_buffer("inv_freq", self.theta**-exponents, persistent=False)  # (D/2,)
+
+    def frequencies(self, device: torch.device | str | None = None) -> Tensor:
+        """Each pair's frequency ``theta ** (-2i / D)``, float32, computed where asked.
+
+        Computed on every call (``D / 2`` numbers) rather than stored: the module holds
+        no tensor, so a model built on the ``meta`` device and loaded later needs no
+        patching, and one model-level table serves every layer.
+
+        Shape:
+            output: ``(D / 2,)``.
+        """
+        D = self.head_dim
+        exponents = torch.arange(0, D, 2, dtype=torch.int64, device=device).float() / D
+        return self.theta**-exponents  # (D/2,)
+
+    @property
+    def inv_freq(self) -> Tensor:
+        """The frequencies on the CPU: [`frequencies`][attnlab.RotaryEmbedding.frequencies]."""
+        return self.frequencies()
 
     def angles(self, positions: Tensor) -> Tensor:
         """Each position's angle for each pair: ``position * inv_freq``.
@@ -94,7 +108,8 @@ class RotaryEmbedding(nn.Module):
                     else type(positions).__name__
                 )
             )
-        return positions.float().unsqueeze(-1) * self.inv_freq  # (T, 1) * (D/2,)
+        # (T, 1) * (D/2,) -> (T, D/2)
+        return positions.float().unsqueeze(-1) * self.frequencies(positions.device)
 
     def cos_sin(self, positions: Tensor) -> tuple[Tensor, Tensor]:
         """``cos`` and ``sin`` of the angles, each pair's angle in both halves.
@@ -194,7 +209,6 @@ class RotaryEmbedding(nn.Module):
         """Check ``x``'s width and length against ``head_dim`` and ``positions``."""
         x = check_floating("x", x)
         check_min_rank("x", x, 2, "(..., T, D)")
-        check_same_device("x", x, self.inv_freq, "the module's buffers")
         if (
             x.shape[-1] != self.head_dim
             or not isinstance(positions, Tensor)

@@ -18,21 +18,19 @@ from ._validation import (
     check_module_input,
     check_positive_int,
 )
-from .backends import Backend, attend_kernel, check_backend
+from .backends import Backend, check_backend, run_kernel
+from .functional import AttentionCall
 from .masks import padding_to_attn_mask
 
 __all__ = ["SelfAttentionV1", "SelfAttentionV2"]
-
 
 
 def _attend(
     queries: Tensor, keys: Tensor, values: Tensor, attn_mask: Tensor | None, backend: Backend
 ) -> Tensor:
     """Scaled dot-product attention of checked projections: no dropout, no causal mask."""
-    return attend_kernel(
-        queries, keys, values, attn_mask, dropout_p=0.0, is_causal=False, scale=None,
-        backend=backend, batch=tuple(queries.shape[:-2]), group=1,
-    )  # fmt: skip
+    return run_kernel(queries, keys, values, AttentionCall(attn_mask), backend)
+
 
 class SelfAttentionV1(nn.Module):
     """Self-attention with raw ``nn.Parameter`` weight matrices.

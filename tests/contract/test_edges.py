@@ -103,7 +103,7 @@ def _modules_and_inputs() -> dict[str, tuple[torch.nn.Module, tuple[Tensor, ...]
 MODULES = list(_modules_and_inputs())
 
 
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize("name", [m for m in MODULES if m != "RotaryEmbedding"])  # no tensors
 def test_every_module_names_an_input_on_another_device(name: str) -> None:
     """An input on the meta device, next to CPU parameters: the package's ValueError
     naming both devices, before any arithmetic (not PyTorch's error from inside)."""

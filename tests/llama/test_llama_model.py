@@ -14,7 +14,7 @@ import torch
 
 pytest.importorskip("gguf", reason="the llm extra is not installed")
 
-from attnlab import GroupedQueryAttention
+from attnlab import RotaryEmbedding
 from attnlab.llama import (
     DecoderBlock,
     LlamaAttention,
@@ -55,14 +55,24 @@ def test_load_smollm2_is_memoised_eval_float32_without_grad() -> None:
     assert sum(p.numel() for p in model.parameters()) == 134_515_008
 
 
-def test_llama_attention_by_default_is_grouped_query_attention() -> None:
-    """Without ablation or weights, a layer's attention computes GroupedQueryAttention's forward."""
+def test_one_rotary_table_per_forward_serves_every_layer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model computes its (cos, sin) once per forward and passes it down; a layer used
+    alone computes the same table itself."""
     model, _ = load_smollm2()
+    calls: list[int] = []
+    cos_sin = RotaryEmbedding.cos_sin
+
+    def counted(self: RotaryEmbedding, positions: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        calls.append(positions.shape[0])
+        return cos_sin(self, positions)
+
+    monkeypatch.setattr(RotaryEmbedding, "cos_sin", counted)
+    model(torch.tensor([[1, 2, 3, 4]]))
+    assert calls == [4]  # one table of 4 positions for 30 layers
     attn = model.layers[0].attn
     x = torch.randn(2, 5, 576, generator=torch.Generator().manual_seed(0))
-    output, attn_weights = attn(x)
-    assert attn_weights is None
-    torch.testing.assert_close(output, GroupedQueryAttention.forward(attn, x), atol=0, rtol=0)
+    table = model.rotary.cos_sin(torch.arange(5))
+    torch.testing.assert_close(attn(x, position_embeddings=table), attn(x), atol=0, rtol=0)
 
 
 def test_loading_does_not_import_transformers() -> None:
@@ -127,7 +137,7 @@ def test_ablation_zeroes_exactly_the_chosen_heads() -> None:
     attn = model.layers[4].attn
     assert isinstance(attn, LlamaAttention)
     x = torch.randn(1, 3, 576, generator=torch.Generator().manual_seed(0))
-    out, _ = attn(x, ablate_heads=[0, 8])
+    out = attn(x, ablate_heads=[0, 8])  # an ordinary keyword: the output alone
     o_proj = attn.o_proj.weight.clone()
     o_proj[:, 0:64] = 0
     o_proj[:, 8 * 64 :] = 0

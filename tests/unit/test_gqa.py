@@ -61,7 +61,7 @@ def test_one_new_token_needs_a_mask_only_when_a_window_hides_keys(
     """A decoding step (one query, the last position) sees every key unless a window cuts."""
     torch.manual_seed(0)
     layer = GroupedQueryAttention(16, 4, 2, window=window).eval()
-    attn_mask, is_causal = layer._mask(1, S)
+    attn_mask, is_causal = layer.causal_rule(1, S, torch.device("cpu"))
     assert (attn_mask is not None) == masked and not is_causal
     x = torch.randn(1, S, 16)
     cache = KVCache()

@@ -47,3 +47,22 @@ def test_rotary_equals_hf() -> None:
     torch.testing.assert_close(ours_sin, sin[0])
     expected, _ = modeling_llama.apply_rotary_pos_emb(x, x, cos, sin)
     torch.testing.assert_close(RotaryEmbedding(8, 500000.0)(x, positions), expected)
+
+
+def test_rotary_holds_no_tensor_and_follows_its_input() -> None:
+    """The frequencies are computed where they are used (HF's inv_freq, exactly): a module
+    built on the meta device, as load_smollm2 builds the model, needs no patching after."""
+    transformers, modeling_llama = hf_llama()
+    config = transformers.LlamaConfig(
+        hidden_size=32, num_attention_heads=4, head_dim=8, rope_theta=500000.0
+    )
+    hf_inv_freq = modeling_llama.LlamaRotaryEmbedding(config).inv_freq
+    with torch.device("meta"):
+        rope = RotaryEmbedding(8, 500000.0)
+    assert list(rope.buffers()) == [] and list(rope.parameters()) == []
+    torch.testing.assert_close(rope.inv_freq, hf_inv_freq)  # theta ** -x vs 1 / theta ** x: an ulp
+    x = torch.randn(2, 6, 8)
+    torch.testing.assert_close(
+        rope(x, torch.arange(6)), RotaryEmbedding(8, 500000.0)(x, torch.arange(6))
+    )
+    assert rope(x.to("meta"), torch.arange(6)).device.type == "meta"

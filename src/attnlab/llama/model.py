@@ -31,8 +31,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._validation import check_vectors, format_shape
+from ..attention_heads import PositionEmbeddings
 from ..gqa import GroupedQueryAttention
 from ..kv_cache import KVCache
+from ..rotary import RotaryEmbedding
 
 __all__ = [
     "DecoderBlock",
@@ -130,58 +132,23 @@ class SwiGLU(nn.Module):
 
 
 class LlamaAttention(GroupedQueryAttention):
-    """[`GroupedQueryAttention`][attnlab.GroupedQueryAttention] that can show and ablate heads.
+    """[`GroupedQueryAttention`][attnlab.GroupedQueryAttention], named as the model's layer.
 
-    The same seams in the same order (project, ``split_heads``, rotary
-    ``position_queries_keys``, the cache, ``attend_heads``, ``merge_heads``, ``o_proj``);
-    two additions:
+    The skeleton's one forward ([`AttentionHeads`][attnlab.AttentionHeads]) already
+    gives what looking inside the real LLM needs, as ordinary keywords:
 
-    * ``need_weights=True`` also returns each query head's attention weights (the
-      explicit path computes them; shared key/value heads are repeated per query head);
-    * ``ablate_heads`` zeroes the chosen query heads' context vectors before the output
-      projection: those heads then contribute nothing to the layer's output.
+    * ``need_weights=True`` returns an [`AttentionOutput`][attnlab.AttentionOutput]
+      with each query head's attention weights (the explicit path computes them;
+      shared key/value heads are repeated per query head);
+    * ``ablate_heads=[...]`` zeroes those query heads' context vectors before the
+      output projection: they then contribute nothing to the layer's output;
+    * ``position_embeddings=(cos, sin)``: the model's one rotary table for the call;
+    * ``attn_mask``: e.g. padding keys hidden (``False``), combined with the causal rule.
 
     Shape:
         x: ``(B, T, d_model)`` or ``(T, d_model)``; output: the same; weights:
         ``(B, H, T, S)`` (``(H, T, S)`` unbatched).
     """
-
-    def forward(  # type: ignore[override]
-        self,
-        x: Tensor,
-        cache: KVCache | None = None,
-        ablate_heads: Iterable[int] = (),
-        need_weights: bool = False,
-        *,
-        attn_mask: Tensor | None = None,
-    ) -> tuple[Tensor, Tensor | None]:
-        """Attend causally over ``x`` after the cached positions.
-
-        Args:
-            x: The new tokens (already normalised).
-            cache: This layer's keys and values so far; the chunk's are appended.
-            ablate_heads: Query heads (``0 .. H-1``) whose outputs are zeroed.
-            need_weights: Also return the attention weights.
-            attn_mask: Optional extra mask combined with the causal rule: bool ``True``
-                = may attend (``False`` at padding), or float added; broadcastable to
-                ``(B, H, T, S)``.
-
-        Returns:
-            ``(output, attn_weights)``; the weights are ``None`` unless asked for.
-
-        Shape:
-            x: ``(B, T, d_model)``; output: ``(B, T, d_model)``; attn_weights:
-            ``(B, H, T, S)`` with ``S = len(cache) + T``.
-        """
-        context_vecs, attn_weights = self._attend_new_tokens(
-            x, cache, need_weights, attn_mask=attn_mask
-        )  # (B, H, T, D), (B, H, T, S) or None
-        heads = sorted(set(ablate_heads))
-        if heads:
-            context_vecs = context_vecs.clone()
-            context_vecs[..., heads, :, :] = 0.0  # those heads add nothing to o_proj's input
-        output: Tensor = self.o_proj(self.merge_heads(context_vecs))  # (B, T, d_model)
-        return output, attn_weights
 
 
 class DecoderBlock(nn.Module):
@@ -210,15 +177,34 @@ class DecoderBlock(nn.Module):
         need_weights: bool = False,
         *,
         attn_mask: Tensor | None = None,
+        position_embeddings: PositionEmbeddings | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """The block's output and (if asked) its attention weights.
 
         ``attn_mask`` (bool ``True`` = may attend, broadcastable to ``(B, H, T, S)``)
-        is combined with the layer's causal rule, e.g. to hide padding keys.
+        is combined with the layer's causal rule, e.g. to hide padding keys;
+        ``position_embeddings`` is the model's rotary ``(cos, sin)`` for these positions
+        (the layer computes its own without it).
         """
-        attn_out, attn_weights = self.attn(
-            self.attn_norm(x), cache, ablate_heads, need_weights, attn_mask=attn_mask
-        )
+        h = self.attn_norm(x)  # (B, T, d_model)
+        attn_weights: Tensor | None = None
+        if need_weights:
+            attn_out, attn_weights = self.attn(
+                h,
+                cache=cache,
+                attn_mask=attn_mask,
+                position_embeddings=position_embeddings,
+                ablate_heads=ablate_heads,
+                need_weights=True,
+            )
+        else:
+            attn_out = self.attn(
+                h,
+                cache=cache,
+                attn_mask=attn_mask,
+                position_embeddings=position_embeddings,
+                ablate_heads=ablate_heads,
+            )
         x = x + attn_out  # residual: (B, T, d_model)
         x = x + self.ffn(self.ffn_norm(x))  # residual: (B, T, d_model)
         return x, attn_weights
@@ -249,6 +235,7 @@ class LlamaModel(nn.Module):
         self.embed = nn.Embedding(config.vocab_size, config.d_model)
         self.layers = nn.ModuleList(DecoderBlock(config) for _ in range(config.num_layers))
         self.norm = RMSNorm(config.d_model, config.rms_eps)
+        self.rotary = RotaryEmbedding(config.head_dim, config.rope_theta)  # one for all layers
 
     def new_cache(self) -> list[KVCache]:
         """An empty [`KVCache`][attnlab.KVCache] for each layer, for ``forward(..., cache=)``."""
@@ -289,10 +276,18 @@ class LlamaModel(nn.Module):
             )
         heads_off = self._check_ablate(ablate)
         x = self.embed(ids)  # (B, T) -> (B, T, d_model)
+        positions = torch.arange(past, past + ids.shape[1], device=ids.device)  # (T,)
+        rotary = self.rotary.cos_sin(positions)  # (T, D) each: once, for every layer
         attention: list[Tensor] = []
         for i, layer in enumerate(self.layers):
             layer_cache = None if cache is None else cache[i]
-            x, weights = layer(x, layer_cache, heads_off.get(i, ()), return_attention)
+            x, weights = layer(
+                x,
+                layer_cache,
+                heads_off.get(i, ()),
+                return_attention,
+                position_embeddings=rotary,
+            )
             if weights is not None:
                 attention.append(weights)  # (B, H, T, S)
         logits = self.norm(x) @ self.embed.weight.transpose(-2, -1)  # (B, T, V), tied

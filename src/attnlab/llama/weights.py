@@ -22,7 +22,6 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..rotary import RotaryEmbedding
 from .model import LlamaConfig, LlamaModel
 from .tokenizer import Tokenizer
 
@@ -189,9 +188,7 @@ def load_smollm2() -> tuple[LlamaModel, Tokenizer]:
     config, tensors, reader = read_gguf(smollm2_path())
     with torch.device("meta"):
         model = LlamaModel(config)  # no memory, no random initialisation
+    # every parameter is in the file; the rotary frequencies are no tensors to load
     model.load_state_dict(state_dict_from_gguf(config, tensors), assign=True)
-    for module in model.modules():  # the frequencies, computed at construction, were on "meta"
-        if isinstance(module, RotaryEmbedding):
-            module.inv_freq = RotaryEmbedding(config.head_dim, config.rope_theta).inv_freq
     model.eval().requires_grad_(False)
     return model, Tokenizer.from_gguf_reader(reader)

@@ -1,0 +1,216 @@
+"""AttentionHeads, the one skeleton: every layer runs its forward, and two variants that
+exist only here (ALiBi's score bias; latent attention's split query/key and value widths)
+are built from its seams alone and checked against references written out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attnlab import (
+    AttentionHeads,
+    AttentionOutput,
+    CrossAttention,
+    GroupedQueryAttention,
+    KVCache,
+    MultiHeadAttention,
+)
+from attnlab.llama import LlamaAttention
+
+
+def alibi_slopes(H: int) -> Tensor:
+    """ALiBi's head slopes ``2 ** (-8 h / H)`` for ``h = 1 .. H`` (Press et al., 2022)."""
+    return 2.0 ** (-8.0 * torch.arange(1, H + 1) / H)  # (H,)
+
+
+class ALiBiAttention(GroupedQueryAttention):
+    """Test-only: positions as a score bias (ALiBi) instead of a rotation: two seams."""
+
+    def position_queries_keys(
+        self,
+        queries: Tensor,
+        keys: Tensor,
+        offset: int = 0,
+        position_embeddings: tuple[Tensor, Tensor] | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        return queries, keys  # no rotation: ALiBi puts positions in the scores
+
+    def score_bias(self, L: int, S: int, device: torch.device) -> Tensor:
+        query_pos = torch.arange(S - L, S, device=device)[:, None]  # (L, 1): after the cache
+        distance = (query_pos - torch.arange(S, device=device)).clamp(min=0)  # (L, S)
+        slopes = alibi_slopes(self.num_heads).to(device)[:, None, None]  # (H, 1, 1)
+        return -slopes * distance  # (H, L, S), added to the scores
+
+
+class LatentWidthAttention(AttentionHeads):
+    """Test-only: query/key heads of width 6, value heads of width 4 (latent attention's
+    split widths), 4 query heads sharing 2 key/value heads, causal: only seams."""
+
+    def __init__(self, d_in: int = 10, d_out: int = 7) -> None:
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.head_dim, self.value_head_dim = 4, 2, 6, 4
+        self.backend = "torch"
+        self.d_in = d_in
+        self.W_query = nn.Linear(d_in, 4 * 6, bias=False)
+        self.W_key = nn.Linear(d_in, 2 * 6, bias=False)
+        self.W_value = nn.Linear(d_in, 2 * 4, bias=False)
+        self.out_proj = nn.Linear(4 * 4, d_out, bias=False)
+
+    def check_inputs(
+        self, query: object, key: object, value: object
+    ) -> tuple[tuple[int, ...], int, int]:
+        assert isinstance(query, Tensor) and isinstance(key, Tensor)
+        return tuple(query.shape[:-2]), query.shape[-2], key.shape[-2]
+
+    def project_qkv(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, ...]:
+        return self.W_query(query), self.W_key(key), self.W_value(value)
+
+    def project_out(self, x: Tensor) -> Tensor:
+        output: Tensor = self.out_proj(x)
+        return output
+
+    def causal_rule(self, L: int, S: int, device: torch.device) -> tuple[Tensor | None, bool]:
+        return None, True
+
+
+def reference_attention(
+    q: Tensor, k: Tensor, v: Tensor, bias: Tensor, group: int
+) -> tuple[Tensor, Tensor]:
+    """softmax(q k^T / sqrt(D) + bias) v, written out; key/value heads repeated per group."""
+    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]) + bias, dim=-1)
+    return weights @ v, weights
+
+
+def heads(x: Tensor, n: int) -> Tensor:
+    """(B, T, n * w) -> (B, n, T, w), by reshape and permute (not the skeleton's seam)."""
+    B, T, width = x.shape
+    return x.reshape(B, T, n, width // n).permute(0, 2, 1, 3)
+
+
+def test_every_layer_runs_the_one_forward() -> None:
+    """No layer, test variants included, defines a forward of its own."""
+    for layer in (
+        MultiHeadAttention,
+        CrossAttention,
+        GroupedQueryAttention,
+        LlamaAttention,
+        ALiBiAttention,
+        LatentWidthAttention,
+    ):
+        assert layer.forward is AttentionHeads.forward, layer.__name__
+
+
+@pytest.mark.parametrize("backend", ["torch", "explicit", "flash"])
+def test_alibi_from_two_seams_equals_a_written_out_reference(backend: str) -> None:
+    """ALiBi's bias (score_bias) with no rotation (position_queries_keys) gives the
+    written-out ALiBi attention, on every backend, whole and through a cache."""
+    torch.manual_seed(0)
+    layer = ALiBiAttention(16, num_heads=4, num_kv_heads=2, backend=backend).eval()  # type: ignore[arg-type]
+    x = torch.randn(2, 7, 16)  # (B, T, d_model)
+    with torch.no_grad():
+        q = heads(layer.q_proj(x), 4)  # (2, 4, 7, 4)
+        k, v = heads(layer.k_proj(x), 2), heads(layer.v_proj(x), 2)  # (2, 2, 7, 4)
+        distance = (torch.arange(7)[:, None] - torch.arange(7)).clamp(min=0)  # (T, T)
+        causal = torch.zeros(7, 7).masked_fill(torch.ones(7, 7).triu(1).bool(), -math.inf)
+        bias = -alibi_slopes(4)[:, None, None] * distance + causal  # (H, T, T)
+        context, weights = reference_attention(q, k, v, bias, group=2)
+        expected = layer.o_proj(context.permute(0, 2, 1, 3).reshape(2, 7, 16))
+        torch.testing.assert_close(layer(x), expected, atol=1e-5, rtol=1e-5)
+        result = layer(x, need_weights=True)
+        assert isinstance(result, AttentionOutput)
+        torch.testing.assert_close(result.attn_weights, weights, atol=1e-5, rtol=1e-5)
+        cache = KVCache()
+        chunks = [layer(part, cache=cache) for part in x.split([4, 1, 2], dim=1)]
+        torch.testing.assert_close(torch.cat(chunks, dim=1), expected, atol=1e-5, rtol=1e-5)
+        rotary = GroupedQueryAttention(16, num_heads=4, num_kv_heads=2).eval()
+        rotary.load_state_dict(layer.state_dict())  # the same weights, rotary positions
+        assert not torch.allclose(rotary(x), expected, atol=1e-3)
+
+
+def test_latent_split_widths_from_seams_equal_a_written_out_reference() -> None:
+    """Query/key heads of 6 and value heads of 4 (two query heads per key/value head):
+    the skeleton splits each with its own width and scales by 1 / sqrt(6)."""
+    torch.manual_seed(1)
+    layer = LatentWidthAttention().eval()
+    x = torch.randn(3, 5, 10)
+    with torch.no_grad():
+        q, k, v = heads(layer.W_query(x), 4), heads(layer.W_key(x), 2), heads(layer.W_value(x), 2)
+        causal = torch.zeros(5, 5).masked_fill(torch.ones(5, 5).triu(1).bool(), -math.inf)
+        context, weights = reference_attention(q, k, v, causal, group=2)  # (3, 4, 5, 4)
+        expected = layer.out_proj(context.permute(0, 2, 1, 3).reshape(3, 5, 16))
+        output, attn_weights = layer(x, need_weights=True)
+        torch.testing.assert_close(output, expected, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(attn_weights, weights, atol=1e-5, rtol=1e-5)
+        sdpa = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        torch.testing.assert_close(context, sdpa, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(layer(x), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_ablate_heads_is_an_ordinary_keyword_on_every_layer() -> None:
+    """ablate_heads zeroes those heads' context vectors before the output projection, in
+    multi-head and grouped-query attention alike; the output keeps its type."""
+    torch.manual_seed(2)
+    x = torch.randn(2, 5, 8)
+    layers: list[tuple[AttentionHeads, nn.Module]] = []
+    mha, gqa = MultiHeadAttention(8, 8, 4, causal=True), GroupedQueryAttention(8, 4, 2)
+    layers = [(mha, mha.out_proj), (gqa, gqa.o_proj)]
+    for layer, output_projection in layers:
+        seen: list[Tensor] = []  # what the output projection receives: (B, T, H * D)
+        output_projection.register_forward_pre_hook(lambda _, args, seen=seen: seen.append(args[0]))
+        with torch.no_grad():
+            full = layer(x, need_weights=True, average_attn_weights=False)
+            ablated = layer(x, ablate_heads=[1, 3])
+        assert isinstance(ablated, Tensor)
+        merged = seen[1].view(2, 5, 4, 2)  # (B, T, H, D), the ablated call
+        assert merged[:, :, [1, 3]].abs().max() == 0 and merged[:, :, [0, 2]].abs().min() > 0
+        assert not torch.allclose(ablated, full.output)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"ablate_heads": [4]}, ValueError, r"ablate_heads must hold ints in 0 \.\. 3; got 4"),
+        ({"ablate_heads": [None]}, ValueError, r"ablate_heads must hold ints .* got None"),
+        ({"ablate_heads": 2}, TypeError, "ablate_heads must be an iterable of head indices"),
+        ({"cache": [KVCache()]}, TypeError, "cache must be a KVCache or None; got list"),
+        (
+            {"position_embeddings": (torch.ones(5, 3), torch.ones(5, 3))},
+            ValueError,
+            r"position_embeddings must be \(cos, sin\), each \(L, D\) .* got shape \(5, 3\)",
+        ),
+        ({"position_embeddings": torch.ones(5, 2)}, TypeError, "position_embeddings must be"),
+    ],
+)
+def test_the_forward_refuses_bad_keywords_by_name(
+    kwargs: dict[str, object], error: type[Exception], match: str
+) -> None:
+    layer = GroupedQueryAttention(8, 4, 2)
+    with pytest.raises(error, match=match):
+        layer(torch.randn(2, 5, 8), **kwargs)  # type: ignore[arg-type]
+
+
+def test_grouped_query_attention_is_self_attention_only() -> None:
+    """A cache passed by position (the old signature) is refused, not taken as keys."""
+    layer = GroupedQueryAttention(8, 4, 2)
+    with pytest.raises(TypeError, match=r"call it as layer\(x, cache=...\).*KVCache"):
+        layer(torch.randn(2, 5, 8), KVCache())  # type: ignore[arg-type]
+
+
+def test_a_models_rotary_table_equals_the_layers_own() -> None:
+    """position_embeddings computed once (cos, sin) gives what the layer computes alone,
+    also per sequence (B, T, D)."""
+    torch.manual_seed(3)
+    layer = GroupedQueryAttention(8, 4, 2).eval()
+    x = torch.randn(2, 5, 8)
+    cos, sin = layer.rotary.cos_sin(torch.arange(5))  # (T, D)
+    with torch.no_grad():
+        torch.testing.assert_close(layer(x, position_embeddings=(cos, sin)), layer(x))
+        per_row = (cos.expand(2, 5, 2), sin.expand(2, 5, 2))  # (B, T, D)
+        torch.testing.assert_close(layer(x, position_embeddings=per_row), layer(x))
+        spread = layer.rotary.cos_sin(torch.arange(0, 10, 2))  # distances doubled: it is used
+        assert not torch.allclose(layer(x, position_embeddings=spread), layer(x), atol=1e-4)
