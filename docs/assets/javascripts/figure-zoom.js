@@ -43,6 +43,7 @@
 
     var frame = document.createElement("div");
     frame.className = "figure-zoom__frame";
+    frame.tabIndex = 0; // it scrolls: arrow keys pan a figure wider than the screen
     var image = document.createElement("img");
     image.className = "figure-zoom__image";
     frame.appendChild(image);
