@@ -21,8 +21,10 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from vendored_axe import run_axe
 
-pytestmark = pytest.mark.browser
+# One worker runs them all (--dist loadgroup): the model loads in one tab, once.
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("live-model")]
 
 TEXTS = [
     "The capital of France is",
@@ -161,6 +163,12 @@ def test_live_view_counts_from_zero_and_ablates_by_click(live_tab: Any) -> None:
     tab.wait_for_selector("#live-heads .live__head.is-ablated[data-layer='29'][data-head='0']")
     assert tab.locator("#live-prediction").inner_text() != before
     assert "live-ablate=29.0" in tab.url and "live-query=3" in tab.url
+    serious = [
+        v["id"]
+        for v in run_axe(tab, context="#live-explorer")
+        if v["impact"] in ("serious", "critical")
+    ]
+    assert not serious, serious
     tab.locator("#live-restore").click()
     tab.wait_for_function("!location.search.includes('live-ablate')")
 

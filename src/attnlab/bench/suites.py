@@ -15,6 +15,7 @@ from typing import Any
 from .backward import run_backward_benchmark
 from .decode import run_decode_benchmark
 from .forward import run_benchmark
+from .live import run_live_benchmark
 from .llm import run_llm_benchmark
 from .ring_memory import run_ring_memory
 from .window import run_window_benchmark
@@ -60,6 +61,10 @@ SUITES: dict[str, Suite] = {
     "llm": Suite(
         lambda quick, progress: run_llm_benchmark(quick),
         "SmolLM2-135M on attnlab against transformers; cached against recomputed decoding",
+    ),
+    "live": Suite(
+        lambda quick, progress: run_live_benchmark(quick),
+        "the explorer's live model in Chromium against attnlab.llama on one thread",
     ),
 }
 """Every suite, by name, in the order ``--all`` runs them; ``forward`` is the default."""

@@ -255,7 +255,8 @@
     var contextVecs = new Float32Array(T * H * D); // (T, H * D), zero for ablated heads
     var attnScores = new Float64Array(T); // one query's scores over keys 0..i
     for (var h = 0; h < H; h++) {
-      if (ablateHeads.has(h) && !attnWeights) continue;
+      var ablated = ablateHeads.has(h);
+      if (ablated && !attnWeights) continue;
       var kvh = Math.floor(h / group);
       for (var i = 0; i < T; i++) {
         var q = (i * H + h) * D;
@@ -273,12 +274,12 @@
           sum += attnScores[j2];
         }
         var rowAt = (h * T + i) * T;
+        var out = (i * H + h) * D;
         for (var j3 = 0; j3 <= i; j3++) {
           var weight = attnScores[j3] / sum;
           if (attnWeights) attnWeights[rowAt + j3] = weight;
-          if (ablateHeads.has(h)) continue; // ablation: the head's context stays zero
+          if (ablated) continue; // ablation: the head's context vectors stay zero
           var v = (j3 * Hkv + kvh) * D;
-          var out = (i * H + h) * D;
           for (var e2 = 0; e2 < D; e2++) contextVecs[out + e2] += weight * values[v + e2];
         }
       }
