@@ -324,14 +324,28 @@ def _title(markdown: str) -> str | None:
     return match[1].strip() if match else None
 
 
+def notebook_script(name: str, content: str) -> str:
+    """The notebook's twin script: it registers ``content`` as ``attnlabNotebooks[name]``.
+
+    From ``file://``, a browser shows a linked notebook instead of saving it, and a page
+    cannot fetch another file; it can load a script. docs/assets/javascripts/
+    notebook-download.js loads this one on a click and saves the text as ``name``.
+    """
+    registry = "window.attnlabNotebooks = window.attnlabNotebooks || {}"
+    return f"{registry};\nwindow.attnlabNotebooks[{json.dumps(name)}] = {json.dumps(content)};\n"
+
+
 def on_files(files: Files, config: MkDocsConfig) -> Files:
-    """Add ``<chapter>.ipynb`` next to every chapter page."""
+    """Add ``<chapter>.ipynb`` next to every chapter page, and its twin script."""
     for file in list(files.documentation_pages()):
         if is_chapter(file.src_uri):
             text = file.content_string
             notebook = markdown_to_notebook(text, _title(text), install_source())
             content = nbformat.writes(notebook) + "\n"
-            files.append(File.generated(config, notebook_name(file.src_uri), content=content))
+            path = notebook_name(file.src_uri)
+            files.append(File.generated(config, path, content=content))
+            script = notebook_script(posixpath.basename(path), content)
+            files.append(File.generated(config, f"{path}.js", content=script))
     return files
 
 

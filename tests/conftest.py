@@ -193,9 +193,11 @@ def _wait_for(rc: Path) -> None:
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The site, built once per run with ``mkdocs build --strict``; its directory.
+    """The site, built once per run as it is published; its directory.
 
-    The test using it fails with mkdocs' full output when the build fails, so a
+    The build is the Pages workflow's own steps (``make site``: setup, then ``mkdocs build
+    --strict``) in a fresh environment (tests/site_build.py). The test using it fails
+    with their full output when the build fails, so a
     broken link, a missing anchor or an unimportable ``attnlab`` is reported there.
     """
     shared = _shared_dir(tmp_path_factory)
@@ -208,5 +210,5 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     status = int(rc.read_text(encoding="utf-8"))
     if status != 0:
         log = site_dir.with_suffix(".log").read_text(encoding="utf-8")
-        pytest.fail(f"`mkdocs build --strict` failed (exit {status}):\n{log}", pytrace=False)
+        pytest.fail(f"the site's build failed (exit {status}):\n{log}", pytrace=False)
     return site_dir

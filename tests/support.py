@@ -41,6 +41,16 @@ def load_hook(name: str) -> ModuleType:
     return module
 
 
+def built_page(site: Path, src_uri: str) -> Path:
+    """The HTML file the build makes of ``docs/<src_uri>`` (a page or a notebook).
+
+    ``use_directory_urls`` is off (the copy on disk navigates from file://), so
+    ``walkthrough/scaling.md`` -> ``walkthrough/scaling.html``, ``a/index.md`` ->
+    ``a/index.html`` and ``notebooks/x.py`` -> ``notebooks/x.html``.
+    """
+    return site / Path(src_uri).with_suffix(".html")
+
+
 def mkdocs_nav() -> list[object]:
     """mkdocs.yml's ``nav``, read without its ``!!python/name`` tags."""
     import yaml

@@ -119,7 +119,7 @@ def expected_weights(sentence: int, *, scaled: bool, causal: bool, temperature: 
 
 
 def _open_explorer(page: Any, site_url: str) -> None:
-    page.goto(site_url + "explorer/")
+    page.goto(site_url + "explorer.html")
     page.wait_for_selector("#attention-explorer[data-ready='true']")
 
 
@@ -238,7 +238,7 @@ def test_recall_explorer_shows_the_models_weights(page: Any, site_url: str) -> N
     from support import load_hook
 
     data = load_hook("explorer_data").recall_data()["sequences"]
-    page.goto(site_url + "explorer/")
+    page.goto(site_url + "explorer.html")
     page.wait_for_selector("#recall-explorer[data-ready='true']")
     values = page.locator("#recall-explorer .attn-bar__value").all_inner_texts()
     first = data[0]["questions"][0]
@@ -260,7 +260,7 @@ def test_explorer_works_opened_from_disk(new_context: Any, built_site: Path) -> 
     this test's business: only the explorer is checked.)
     """
     page = new_context("light").new_page()
-    page.goto((built_site / "explorer" / "index.html").as_uri())
+    page.goto((built_site / "explorer.html").as_uri())
     page.wait_for_selector("#attention-explorer[data-ready='true']")
     page.wait_for_selector("#recall-explorer[data-ready='true']")
     assert len(page.locator("#attention-explorer .attn-bar__value").all_inner_texts()) == 6

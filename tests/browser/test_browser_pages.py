@@ -58,10 +58,12 @@ RAW_MATH = ("\\(", "\\)", "\\[", "\\]", "$$", "\\frac")
 
 
 class _TolerantLoader(yaml.SafeLoader):
-    """Read mkdocs.yml without importing what its ``!!python/name:`` tags name."""
+    """Read mkdocs.yml without importing what its ``!!python/name:`` tags name, or reading
+    the environment for its ``!ENV`` tags."""
 
 
 _TolerantLoader.add_multi_constructor("tag:yaml.org,2002:python/", lambda *_: None)
+_TolerantLoader.add_constructor("!ENV", lambda *_: None)
 
 
 def _notebook_patterns() -> list[str]:
@@ -74,11 +76,9 @@ def _notebook_patterns() -> list[str]:
 
 
 def _url_of(source: Path) -> str:
-    """The page URL (relative to the site root) MkDocs gives a source file."""
-    parts = source.with_suffix("").parts
-    if parts[-1] in {"index", "README"}:
-        parts = parts[:-1]
-    return "".join(f"{part}/" for part in parts)
+    """The page URL (relative to the site root) MkDocs gives a source file: a file,
+    since ``use_directory_urls`` is off (the copy on disk navigates from file://)."""
+    return source.with_suffix(".html").as_posix()
 
 
 def source_pages() -> list[str]:
@@ -96,15 +96,16 @@ def source_pages() -> list[str]:
 
 def built_pages(site: Path) -> list[str]:
     """URLs of every HTML page in the built site (404.html excluded)."""
-    return sorted(
-        "".join(f"{part}/" for part in page.relative_to(site).parent.parts)
-        for page in site.rglob("index.html")
-    )
+    pages = (page for page in site.rglob("*.html") if page.name != "404.html")
+    return sorted(page.relative_to(site).as_posix() for page in pages)
 
 
 def slug(url: str) -> str:
     """A file-name-safe name for a page URL: ``walkthrough--scaling``, ``home``."""
-    return url.strip("/").replace("/", "--") or "home"
+    path = url.removesuffix(".html")
+    if path == "index" or path.endswith("/index"):
+        path = path.removesuffix("index")
+    return path.strip("/").replace("/", "--") or "home"
 
 
 def renders_api_docs(url: str) -> bool:
@@ -113,10 +114,9 @@ def renders_api_docs(url: str) -> bool:
     Such a page (the API reference) is many times longer than a chapter: its checks
     are scheduled first among the browser's (``long``), so they do not end the run.
     """
-    source = DOCS / (url or "index").rstrip("/")
-    for path in (source.with_suffix(".md"), source / "index.md"):
-        if path.is_file():
-            return re.search(r"^:::\s", path.read_text(encoding="utf-8"), re.MULTILINE) is not None
+    source = (DOCS / url).with_suffix(".md")
+    if source.is_file():
+        return re.search(r"^:::\s", source.read_text(encoding="utf-8"), re.MULTILINE) is not None
     return False
 
 
@@ -417,8 +417,8 @@ def reports(new_context: Any, site_url: str, screenshot_dir: Path) -> Any:
 @pytest.fixture
 def report(url: str, reports: Any, built_site: Path) -> PageReport:
     """The report of the visit of the page under test (``url`` comes from parametrize)."""
-    if not (built_site / url / "index.html").is_file():
-        pytest.fail(f"page {url or '/'} was not built", pytrace=False)
+    if not (built_site / url).is_file():
+        pytest.fail(f"page {url} was not built", pytrace=False)
     result: PageReport = reports(url)
     return result
 
@@ -571,7 +571,7 @@ def test_every_kind_of_code_text_is_checked(report: PageReport, built_site: Path
     """The colour rules of both schemes saw a shown element of every kind of code text in
     the page's HTML (one style sheet colours every block by kind: one element stands for
     all of its kind)."""
-    html = (built_site / report.url / "index.html").read_text(encoding="utf-8")
+    html = (built_site / report.url).read_text(encoding="utf-8")
     missing = code_tokens(html) - set(report.code_kinds)
     assert not missing, f"kinds of code text no shown element stood for: {sorted(missing)}"
 
@@ -609,7 +609,7 @@ def _parse(path: Path) -> _LinkCollector:
 def broken_links(site: Path, url: str) -> list[str]:
     """Internal links of page ``url`` whose file or ``#fragment`` does not exist."""
     base = "http://127.0.0.1/"
-    page_file = site / url / "index.html"
+    page_file = site / url
     problems = []
     for href in _parse(page_file).hrefs:
         target = urlsplit(urljoin(base + url, href))
@@ -630,8 +630,8 @@ def broken_links(site: Path, url: str) -> list[str]:
 @pytest.mark.parametrize("url", PAGE_PARAMS)
 def test_internal_links_and_anchors_resolve(built_site: Path, url: str) -> None:
     """Every link within the site names an existing file and, if any, an existing id."""
-    if not (built_site / url / "index.html").is_file():
-        pytest.fail(f"page {url or '/'} was not built", pytrace=False)
+    if not (built_site / url).is_file():
+        pytest.fail(f"page {url} was not built", pytrace=False)
     problems = broken_links(built_site, url)
     assert not problems, "broken internal links:\n" + "\n".join(problems)
 
@@ -639,22 +639,26 @@ def test_internal_links_and_anchors_resolve(built_site: Path, url: str) -> None:
 def test_link_checker_catches_a_missing_anchor(tmp_path: Path) -> None:
     """The link checker reports a missing file and a missing fragment, and accepts good ones."""
     (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "c.html").write_text('<h2 id="there">y</h2>', encoding="utf-8")
     (tmp_path / "a" / "index.html").write_text(
         '<h2 id="here">x</h2><a href="#here">ok</a><a href="#gone">bad</a>'
-        '<a href="../b/">missing page</a><a href="https://example.org/#x">external</a>',
+        '<a href="c.html#there">ok</a><a href="c.html#nowhere">bad</a>'
+        '<a href="../b.html">missing page</a><a href="https://example.org/#x">external</a>',
         encoding="utf-8",
     )
-    assert broken_links(tmp_path, "a/") == [
+    assert broken_links(tmp_path, "a/index.html") == [
         "#gone: no id 'gone' in a/index.html",
-        "../b/: no file b",
+        "c.html#nowhere: no id 'nowhere' in a/c.html",
+        "../b.html: no file b.html",
     ]
 
 
 def test_page_list_follows_mkdocs_urls() -> None:
-    """Source paths map to MkDocs' directory URLs."""
-    assert _url_of(Path("index.md")) == ""
-    assert _url_of(Path("walkthrough/scaling.md")) == "walkthrough/scaling/"
-    assert _url_of(Path("notebooks/index.md")) == "notebooks/"
-    assert _url_of(Path("notebooks/causal-mask.py")) == "notebooks/causal-mask/"
-    assert slug("") == "home"
-    assert slug("walkthrough/scaling/") == "walkthrough--scaling"
+    """Source paths map to MkDocs' file URLs (``use_directory_urls: false``)."""
+    assert _url_of(Path("index.md")) == "index.html"
+    assert _url_of(Path("walkthrough/scaling.md")) == "walkthrough/scaling.html"
+    assert _url_of(Path("notebooks/index.md")) == "notebooks/index.html"
+    assert _url_of(Path("notebooks/causal-mask.py")) == "notebooks/causal-mask.html"
+    assert slug("index.html") == "home"
+    assert slug("notebooks/index.html") == "notebooks"
+    assert slug("walkthrough/scaling.html") == "walkthrough--scaling"

@@ -284,5 +284,5 @@ def test_built_site_offers_every_chapter_notebook(built_site: Path) -> None:
             (built_site / rel.with_suffix(".ipynb")).read_text(encoding="utf-8"), as_version=4
         )
         assert cells(notebook, "code")[0].startswith("# Installs attnlab")
-        html = (built_site / rel / "index.html").read_text(encoding="utf-8")
-        assert f'href="../{rel.name}.ipynb"' in html, rel
+        html = (built_site / rel.with_suffix(".html")).read_text(encoding="utf-8")
+        assert f'href="{rel.name}.ipynb"' in html, rel

@@ -108,7 +108,7 @@ def test_built_site_ships_the_same_data(built_site: Path) -> None:
     """The build hook wrote explorer_data() to assets/explorer-data.json."""
     shipped = json.loads((built_site / "assets" / "explorer-data.json").read_text("utf-8"))
     assert shipped == json.loads(json.dumps(explorer_data()))
-    page = (built_site / "explorer" / "index.html").read_text("utf-8")
+    page = (built_site / "explorer.html").read_text("utf-8")
     assert 'id="explorer-data-link"' in page
     assert 'id="attention-explorer"' in page
 
@@ -145,7 +145,7 @@ def test_recall_data_comes_from_the_trained_and_untrained_models() -> None:
 
 def test_explorer_page_inlines_its_data(built_site: Path) -> None:
     """The page carries its data, so it works opened from disk, where fetch is blocked."""
-    page = (built_site / "explorer" / "index.html").read_text("utf-8")
+    page = (built_site / "explorer.html").read_text("utf-8")
     start = page.index('<script type="application/json" id="explorer-data">')
     inline = page[start:].split(">", 1)[1].split("</script>", 1)[0]
     assert json.loads(inline.replace("<\\/", "</")) == json.loads(json.dumps(explorer_data()))

@@ -16,7 +16,7 @@ import pytest
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from mkdocs.exceptions import PluginError
-from support import DOCS, load_hook, main_line_steps
+from support import DOCS, built_page, load_hook, main_line_steps
 
 import attnlab
 from attnlab import examples
@@ -110,10 +110,7 @@ def test_built_site_has_both_svgs_of_every_figure(built_site: Path) -> None:
             assert svg.is_file(), svg
     for name, pages in references().items():
         for page in pages:
-            # docs/a/b.md -> a/b/index.html; docs/a/index.md -> a/index.html
-            stem = Path(page).with_suffix("")
-            built = stem.parent if stem.name == "index" else stem
-            html = (built_site / built / "index.html").read_text("utf-8")
+            html = built_page(built_site, page).read_text("utf-8")
             assert re.search(rf'src="[./]*figures/{name}-light\.svg#only-light"', html), page
             assert re.search(rf'src="[./]*figures/{name}-dark\.svg#only-dark"', html), page
 

@@ -27,7 +27,7 @@ def test_there_are_notebooks() -> None:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_executed_without_errors_and_drew_figures(path: Path, built_site: Path) -> None:
-    html = (built_site / "notebooks" / path.stem / "index.html").read_text(encoding="utf-8")
+    html = (built_site / "notebooks" / f"{path.stem}.html").read_text(encoding="utf-8")
     code_cells = [cell for cell in jupytext.read(path).cells if cell.cell_type == "code"]
     assert code_cells, f"{path.name} has no code cells"
     assert html.count(CODE_CELL) >= len(code_cells), f"{path.name}: cells missing"

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from support import DOCS, load_hook, main_line_steps
+from support import DOCS, built_page, load_hook, main_line_steps
 
 roadmap = load_hook("roadmap")
 
@@ -116,8 +116,7 @@ def test_big_picture_page_marks_its_own_link() -> None:
 
 
 def _built(built_site: Path, src_uri: str) -> Path:
-    stem = Path(src_uri).with_suffix("")
-    return built_site / (stem.parent if stem.name == "index" else stem) / "index.html"
+    return built_page(built_site, src_uri)
 
 
 @pytest.mark.parametrize("page", MAIN_LINE)
@@ -137,9 +136,9 @@ def test_every_main_line_page_shows_the_roadmap_first(built_site: Path, page: st
     assert len(hrefs) == len(STEPS) + 1
     for href in hrefs:
         target = (built.parent / href).resolve()
-        assert (target / "index.html").is_file() or target.is_file(), (page, href)
+        assert target.is_file(), (page, href)
     big_picture = (built.parent / hrefs[-1]).resolve()
-    assert big_picture == _built(built_site, roadmap.BIG_PICTURE).parent
+    assert big_picture == _built(built_site, roadmap.BIG_PICTURE)
 
 
 def test_no_page_off_the_path_shows_a_roadmap(built_site: Path) -> None:

@@ -75,8 +75,8 @@ def external(urls: list[str]) -> list[str]:
 
 def test_strict_build_succeeds(built_site: Path) -> None:
     assert (built_site / "index.html").is_file()
-    assert (built_site / "notation" / "index.html").is_file()
-    assert (built_site / "reference" / "index.html").is_file()
+    assert (built_site / "notation.html").is_file()
+    assert (built_site / "reference.html").is_file()
 
 
 def test_site_loads_nothing_from_the_network(built_site: Path) -> None:
@@ -93,7 +93,7 @@ def test_site_loads_nothing_from_the_network(built_site: Path) -> None:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_page_loads_nothing_from_outside(path: Path, built_site: Path) -> None:
     """The executed notebook page: no external resource, no MathJax loader at all."""
-    html = (built_site / "notebooks" / path.stem / "index.html").read_text(encoding="utf-8")
+    html = (built_site / "notebooks" / f"{path.stem}.html").read_text(encoding="utf-8")
     assert 'class="jp-Cell' in html, f"{path.name}: not a rendered notebook"
     assert not external(page_resource_urls(html))
     assert not re.search(r"<script[^>]*mathjax", html, re.IGNORECASE)
@@ -140,7 +140,7 @@ def test_katex_is_vendored_and_wired_up(built_site: Path) -> None:
     assert (katex / "katex.min.js").is_file()
     assert (katex / "contrib" / "auto-render.min.js").is_file()
     assert list((katex / "fonts").glob("*.woff2"))
-    html = (built_site / "notation" / "index.html").read_text(encoding="utf-8")
+    html = (built_site / "notation.html").read_text(encoding="utf-8")
     assert 'class="arithmatex"' in html
     for asset in ("katex.min.css", "katex.min.js", "auto-render.min.js", "katex-init.js"):
         assert asset in html, asset

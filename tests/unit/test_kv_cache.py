@@ -40,9 +40,7 @@ def test_cached_decoding_equals_hf_dynamic_cache(heads: int, kv_heads: int) -> N
     with torch.no_grad():
         for start, end in [(0, 5), (5, 6), (6, 7), (7, 8)]:
             cos_sin = attn.rotary(x, torch.arange(start, end)[None])
-            expected, _ = attn(
-                x[:, start:end], position_embeddings=cos_sin, past_key_values=hf_cache
-            )
+            expected, _ = attn(x[:, start:end], position_embeddings=cos_sin, cache=hf_cache)
             torch.testing.assert_close(
                 ours(x[:, start:end], cache=cache), expected, atol=1e-5, rtol=1e-5
             )

@@ -165,11 +165,11 @@ def llm_worker(spec: dict[str, Any]) -> dict[str, Any]:
 
             def hf_decode() -> Any:
                 cache = DynamicCache(config=hf_model.config)
-                logits = hf_model(prompt, past_key_values=cache, use_cache=True).logits
+                logits = hf_model(prompt, cache=cache, use_cache=True).logits
                 start = clock()
                 for _ in range(steps):
                     next_ids = logits[:, -1:].argmax(-1)
-                    logits = hf_model(next_ids, past_key_values=cache, use_cache=True).logits
+                    logits = hf_model(next_ids, cache=cache, use_cache=True).logits
                 return clock() - start
 
             hf_prefill_s = _median_s(hf_prefill, spec["repeats"], clock)
