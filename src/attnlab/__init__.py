@@ -10,11 +10,12 @@ masks are added to the scores.
 from . import examples, ring
 from .additive import AdditiveAttention, additive_attention_scores
 from .attention_heads import AttentionHeads, AttentionOutput
-from .backends import BACKENDS, Backend, attend
+from .backends import BACKENDS, Backend, attend, register_kernel
 from .causal import CausalAttention
 from .check import AttentionCheck, check_causal_self_attention
 from .flash import flash_attention, flash_visited_blocks
 from .functional import (
+    AttentionCall,
     attention_scores,
     attention_weights,
     attention_with_weights,
@@ -27,7 +28,13 @@ from .functional import (
 )
 from .gqa import GroupedQueryAttention
 from .kv_cache import KVCache, kv_cache_bytes_per_token
-from .masks import causal_mask, mask_from_torch, mask_to_torch, sliding_window_mask
+from .masks import (
+    causal_mask,
+    decoder_mask,
+    mask_from_torch,
+    mask_to_torch,
+    sliding_window_mask,
+)
 from .multihead import CrossAttention, MultiHeadAttention, MultiHeadAttentionWrapper
 from .ring import ring_attention
 from .rotary import RotaryEmbedding, rotate_half
@@ -36,6 +43,7 @@ from .self_attention import SelfAttentionV1, SelfAttentionV2
 __all__ = [
     "BACKENDS",
     "AdditiveAttention",
+    "AttentionCall",
     "AttentionCheck",
     "AttentionHeads",
     "AttentionOutput",
@@ -58,12 +66,14 @@ __all__ = [
     "check_causal_self_attention",
     "check_gqa_heads",
     "context_vectors",
+    "decoder_mask",
     "examples",
     "flash_attention",
     "flash_visited_blocks",
     "kv_cache_bytes_per_token",
     "mask_from_torch",
     "mask_to_torch",
+    "register_kernel",
     "repeat_kv_heads",
     "ring",
     "ring_attention",

@@ -103,7 +103,8 @@ class AttentionHeads(nn.Module):
             layers; another width in latent attention).
         dropout: Dropout probability on the attention weights, in training only.
         scale: Multiplier of the scores; ``None`` means ``1 / sqrt(head_dim)``.
-        backend: The kernel's name in the registry ([`KERNELS`][attnlab.backends.KERNELS]).
+        backend: The kernel's name in the registry (``attnlab.backends.KERNELS``;
+            [`register_kernel`][attnlab.register_kernel] adds one).
         averages_weights: Whether ``need_weights`` averages over the heads by default
             (``nn.MultiheadAttention`` does; the Llama layers return every head's).
     """
@@ -328,7 +329,7 @@ class AttentionHeads(nn.Module):
         """The call's one mask: ``causal_rule`` and ``score_bias`` with the caller's masks.
 
         With nothing but the rule, SDPA's ``is_causal`` flag passes through unbuilt;
-        otherwise every part becomes one mask ([`combine_masks`][attnlab.masks.combine_masks]).
+        otherwise every part becomes one mask (``attnlab.masks.combine_masks``).
 
         Returns:
             ``(attn_mask, is_causal)`` for ``attend_heads``; the mask broadcasts to

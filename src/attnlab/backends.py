@@ -4,7 +4,7 @@ Modules project their inputs, then call [`attend`][attnlab.attend] (or, with the
 arguments already checked, [`run_kernel`][attnlab.backends.run_kernel]) with the name of
 a backend. Each name maps to a kernel in [`KERNELS`][attnlab.backends.KERNELS], a
 function ``kernel(query, key, value, call) -> output`` whose
-[`AttentionCall`][attnlab.functional.AttentionCall] carries the mask, dropout, causal
+[`AttentionCall`][attnlab.AttentionCall] carries the mask, dropout, causal
 flag, scale and grouped-query group in one frozen object (as Hugging Face's
 ``ALL_ATTENTION_FUNCTIONS``). Every kernel has the semantics of
 [`scaled_dot_product_attention`][attnlab.scaled_dot_product_attention]:
@@ -17,7 +17,7 @@ flag, scale and grouped-query group in one frozen object (as Hugging Face's
   FlashAttention algorithm in plain PyTorch (blocks and an online softmax; never
   materialises the ``(L, S)`` matrix), called through its public signature.
 
-[`register_kernel`][attnlab.backends.register_kernel] adds a backend under a new name.
+[`register_kernel`][attnlab.register_kernel] adds a backend under a new name.
 """
 
 from __future__ import annotations

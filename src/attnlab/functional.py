@@ -56,7 +56,7 @@ __all__ = [
 class AttentionCall:
     """The settings of one attention call, already checked: all but query, key and value.
 
-    The kernels of the backend registry ([`KERNELS`][attnlab.backends.KERNELS]) take
+    The kernels of the backend registry (``attnlab.backends.KERNELS``) take
     ``(query, key, value, call)``: one frozen object instead of a row of positional
     flags. The defaults are SDPA's.
 

@@ -11,7 +11,7 @@ the one [`MultiHeadAttention`][attnlab.MultiHeadAttention] runs: it reuses
 ``split_heads``, ``attend_heads`` and ``merge_heads``, names its projections
 (``q_proj``/``k_proj``/``v_proj``/``o_proj``, Hugging Face's names) and overrides
 ``position_queries_keys`` (the rotation) and ``causal_rule`` (end-aligned with the
-cache, within the window: [`decoder_mask`][attnlab.masks.decoder_mask]).
+cache, within the window: [`decoder_mask`][attnlab.decoder_mask]).
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ class GroupedQueryAttention(AttentionHeads):
     def causal_rule(self, L: int, S: int, device: torch.device) -> tuple[Tensor | None, bool]:
         """Causal, aligned to the end (the queries follow the cached keys), within the window.
 
-        [`decoder_mask`][attnlab.masks.decoder_mask] in its cheapest form: SDPA's flag
+        [`decoder_mask`][attnlab.decoder_mask] in its cheapest form: SDPA's flag
         for a whole sequence, nothing for one decoding step, else a bool ``(L, S)``.
         """
         return decoder_mask(L, S, self.window, device=device)
