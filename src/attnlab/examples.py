@@ -23,6 +23,7 @@ from .multihead import MultiHeadAttention
 __all__ = [
     "EmbeddedSentence",
     "IllustratedExample",
+    "MyCausalMultiHeadAttention",
     "QKVWeights",
     "Sentence",
     "TinyDecoder",
@@ -422,3 +423,49 @@ def tiny_decoder(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return TinyDecoder(vocab_size, d, context_length, num_blocks, num_heads)
+
+
+# The class the reader writes in "Causal multi-head attention, from scratch", kept here
+# (tests/unit/test_check.py holds the two copies equal) so later blocks import it.
+class MyCausalMultiHeadAttention(nn.Module):
+    """Causal multi-head self-attention in plain PyTorch: (B, T, d_in) -> (B, T, d_out)."""
+
+    def __init__(
+        self, d_in: int, d_out: int, num_heads: int, dropout: float = 0.0, qkv_bias: bool = False
+    ) -> None:
+        super().__init__()
+        if d_out % num_heads != 0:
+            raise ValueError(f"d_out must be divisible by num_heads; got {d_out}, {num_heads}")
+        self.d_out, self.num_heads, self.head_dim = d_out, num_heads, d_out // num_heads
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+        self.out_proj = nn.Linear(d_out, d_out)  # mixes the heads
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """Cut d_out into H heads of width D: (B, T, d_out) -> (B, H, T, D)."""
+        B, T, _ = x.shape
+        x = x.view(B, T, self.num_heads, self.head_dim)  # (B, T, H, D)
+        return x.transpose(1, 2)  # (B, T, H, D) -> (B, H, T, D): heads before tokens
+
+    def causal_weights(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """Scores, causal mask, scale and softmax: (B, H, T, D) twice -> (B, H, T, T)."""
+        T = queries.shape[-2]
+        attn_scores = queries @ keys.transpose(-2, -1)  # (B, H, T, D) @ (B, H, D, T)
+        future = torch.ones(T, T, dtype=torch.bool, device=queries.device).triu(diagonal=1)
+        attn_scores = attn_scores.masked_fill(future, float("-inf"))  # (B, H, T, T)
+        return torch.softmax(attn_scores / self.head_dim**0.5, dim=-1)  # each row sums to 1
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Attend from every token to itself and the tokens before it."""
+        B, T, _ = x.shape  # batch, tokens, d_in
+        queries = self.split_heads(self.W_query(x))  # (B, T, d_in) -> (B, H, T, D)
+        keys = self.split_heads(self.W_key(x))  # (B, H, T, D)
+        values = self.split_heads(self.W_value(x))  # (B, H, T, D)
+        attn_weights = self.dropout(self.causal_weights(queries, keys))  # (B, H, T, T)
+        context_vecs = attn_weights @ values  # (B, H, T, T) @ (B, H, T, D) -> (B, H, T, D)
+        context_vecs = context_vecs.transpose(1, 2)  # (B, H, T, D) -> (B, T, H, D)
+        context_vecs = context_vecs.reshape(B, T, self.d_out)  # (B, T, H, D) -> (B, T, d_out)
+        output: torch.Tensor = self.out_proj(context_vecs)  # (B, T, d_out)
+        return output

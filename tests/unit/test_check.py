@@ -194,3 +194,28 @@ def test_bad_input_is_refused_before_any_arithmetic(
     heads = 5 if change == "heads" else 2
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
         check_causal_self_attention(target, heads, **kwargs)  # type: ignore[arg-type]
+
+
+def test_the_chapters_class_is_the_one_examples_keeps() -> None:
+    """The from-scratch chapter writes MyCausalMultiHeadAttention and later blocks import
+    examples.MyCausalMultiHeadAttention: the two copies say the same, line for line."""
+    import inspect
+
+    from support import DOCS
+
+    from attnlab import examples
+
+    page = (DOCS / "transformer" / "from-scratch.md").read_text(encoding="utf-8")
+    start = page.index("class MyCausalMultiHeadAttention(nn.Module):")
+    written = page[start : page.index("\n\n", start)].splitlines()
+    kept = inspect.getsource(examples.MyCausalMultiHeadAttention).splitlines()
+    assert written == [line for line in kept if line.strip()]
+
+
+def test_the_kept_class_passes_the_check() -> None:
+    """examples.MyCausalMultiHeadAttention, with dropout and biases, is correct."""
+    from attnlab import examples
+
+    torch.manual_seed(1)
+    module = examples.MyCausalMultiHeadAttention(8, 12, 4, dropout=0.2, qkv_bias=True)
+    assert check_causal_self_attention(module, 4, batch=3, tokens=9).passed
