@@ -15,9 +15,11 @@ from typing import Any
 from .backward import run_backward_benchmark
 from .decode import run_decode_benchmark
 from .forward import run_benchmark
+from .gqa import run_gqa_benchmark
 from .live import run_live_benchmark
 from .llm import run_llm_benchmark
 from .ring_memory import run_ring_memory
+from .streaming import run_streaming_experiment
 from .window import run_window_benchmark
 
 __all__ = ["SUITES", "Suite"]
@@ -54,6 +56,10 @@ SUITES: dict[str, Suite] = {
         lambda quick, progress: run_decode_benchmark(quick),
         "KV-cached decoding against recomputing the prefix",
     ),
+    "gqa": Suite(
+        lambda quick, progress: run_gqa_benchmark(quick),
+        "one decoding step at a long cache, 9 against 3 key/value heads",
+    ),
     "window": Suite(
         lambda quick, progress: run_window_benchmark(quick),
         "sliding-window flash attention against causal flash attention",
@@ -61,6 +67,10 @@ SUITES: dict[str, Suite] = {
     "llm": Suite(
         lambda quick, progress: run_llm_benchmark(quick),
         "SmolLM2-135M on attnlab against transformers; cached against recomputed decoding",
+    ),
+    "streaming": Suite(
+        lambda quick, progress: run_streaming_experiment(quick),
+        "SmolLM2-135M's loss with a sliding window, with and without attention sinks",
     ),
     "live": Suite(
         lambda quick, progress: run_live_benchmark(quick),
