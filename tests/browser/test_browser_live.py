@@ -152,6 +152,8 @@ def test_live_view_counts_from_zero_and_ablates_by_click(live_tab: Any) -> None:
     tab.locator("#live-text").fill(PROMPT)
     tab.locator("#live-run").click()
     tab.wait_for_function("document.querySelector('#live-status').textContent.includes('computed')")
+    assert not tab.locator("#live-load").is_visible()  # loaded: no button, no bar
+    assert not tab.locator("#live-progress").is_visible()
     tokens = tab.locator("#live-tokens .attn-explorer__token")
     assert tokens.first.locator(".live__index").inner_text() == "0"
     assert tab.locator("#live-heads .live__head").count() == 270

@@ -263,9 +263,12 @@
         var max = -Infinity;
         for (var j = 0; j <= i; j++) { // causal: keys up to the query's own position
           var k = (j * Hkv + kvh) * D;
-          var dot = 0;
-          for (var e = 0; e < D; e++) dot += queries[q + e] * keys[k + e];
-          attnScores[j] = Math.fround(dot) * scale;
+          var dot0 = 0, dot1 = 0; // q . k in two interleaved sums (D is even)
+          for (var e = 0; e < D; e += 2) {
+            dot0 += queries[q + e] * keys[k + e];
+            dot1 += queries[q + e + 1] * keys[k + e + 1];
+          }
+          attnScores[j] = Math.fround(dot0 + dot1) * scale;
           if (attnScores[j] > max) max = attnScores[j];
         }
         var sum = 0;

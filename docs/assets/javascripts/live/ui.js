@@ -174,9 +174,8 @@
 
     var textArea = el("textarea", { id: "live-text", rows: "3", maxlength: "2000", spellcheck: "false" });
     var runButton = el("button", { type: "button", className: "md-button", id: "live-run", text: "Run" });
-    var form = el("div", { className: "live__form", hidden: "" }, [
-      el("label", { for: "live-text", text: "Your text (up to " + 256 + " tokens)" }), textArea, runButton,
-    ]);
+    var textLabel = el("label", { for: "live-text", text: "Your text" });
+    var form = el("div", { className: "live__form", hidden: "" }, [textLabel, textArea, runButton]);
 
     function range(id, label) {
       var input = el("input", { type: "range", id: id, min: "0", max: "0", step: "1", value: "0" });
@@ -414,6 +413,7 @@
         progress.hidden = true;
         form.hidden = false;
         view.hidden = false;
+        textLabel.textContent = "Your text (up to " + info.maxTokens + " tokens)";
         layer.input.max = String(info.layers - 1);
         head.input.max = String(info.heads - 1);
         textArea.value = state.text;
