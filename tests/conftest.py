@@ -27,7 +27,13 @@ from filelock import FileLock
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from prompt_paste import use_the_prompt  # noqa: E402
 from site_build import build  # noqa: E402
+
+# Every python block of the docs runs as a reader pastes it at the Python prompt, line by
+# line into code.InteractiveConsole, not exec'd whole (tests/prompt_paste.py): the suite's
+# one run of a block is the paste.
+use_the_prompt()
 
 SITE_FIXTURE = "built_site"
 BUILD_TIMEOUT_S = 900
