@@ -175,6 +175,30 @@ def test_live_view_counts_from_zero_and_ablates_by_click(live_tab: Any) -> None:
     tab.wait_for_function("!location.search.includes('live-ablate')")
 
 
+def _run_and_wait(tab: Any, button: str) -> None:
+    """Click a button that runs the model; wait for the new view."""
+    tab.evaluate("document.querySelector('#live-status').textContent = ''")
+    tab.locator(button).click()
+    tab.wait_for_function("document.querySelector('#live-status').textContent.includes('computed')")
+
+
+def test_live_experiments_and_greedy_step(live_tab: Any) -> None:
+    """Repeated random tokens find layer 18, head 6's induction; scores; one greedy step."""
+    tab = live_tab
+    _run_and_wait(tab, "#live-repeat")
+    assert tab.locator("#live-tokens .attn-explorer__token").count() == 21  # 1 + 10 + 10
+    assert "Layer 18, head 6" in tab.locator("#live-bars-caption").inner_text()
+    induction = tab.locator("#live-heads .live__head[data-layer='18'][data-head='6']")
+    assert float(induction.inner_text()) > 0.5  # shaded by induction score, as printed
+    tab.locator("#live-scores").click()
+    scores = tab.locator("#live-score-out .live__scores")
+    assert scores.count() == 3
+    assert "layer 18 head 6" in scores.nth(2).inner_text()  # among the five best
+    _run_and_wait(tab, "#live-step")
+    assert tab.locator("#live-tokens .attn-explorer__token").count() == 22
+    assert "live-ids=" in tab.url
+
+
 class _SubpathHandler(SimpleHTTPRequestHandler):
     """Serves the site under /attention/ (as on a project's GitHub Pages)."""
 

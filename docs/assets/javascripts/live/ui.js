@@ -476,8 +476,9 @@
       state.query = null;
       update();
     });
+    var repeatSeed = 0; // each click draws new tokens; the first draw is always the same
     repeatButton.addEventListener("click", function () {
-      state.ids = repeatedRandomTokens(REPEAT_LENGTH, Date.now() % 100000);
+      state.ids = repeatedRandomTokens(REPEAT_LENGTH, repeatSeed++);
       state.idsSetDirectly = true;
       state.layer = 18;
       state.head = 6;
