@@ -61,6 +61,43 @@ function readInto(response, id, fromCache) {
   return pump();
 }
 
+// Progress messages for a stream's bytes as they pass.
+function counted(body, total, id) {
+  var loaded = 0;
+  var lastPost = 0;
+  return body.pipeThrough(new TransformStream({
+    transform: function (chunk, controller) {
+      loaded += chunk.length;
+      if (loaded - lastPost > total / 100 || loaded === total) {
+        lastPost = loaded;
+        post({ type: "progress", id: id, loaded: loaded, total: total, fromCache: false });
+      }
+      controller.enqueue(chunk);
+    },
+  }));
+}
+
+// Download the file. With Cache Storage, the bytes stream to the cache (kept for the
+// next visit) and are then read back from it: the page never holds two copies, which
+// matters on a phone. Where the cache refuses (a full disk), download again without it.
+function download(url, id, cache) {
+  return fetch(url).then(function (response) {
+    if (!response.ok) throw new Error("HTTP " + response.status + " for " + url);
+    var total = Number(response.headers.get("Content-Length")) || 0;
+    if (!cache || !response.body || !total || typeof TransformStream === "undefined") {
+      return readInto(response, id, false);
+    }
+    var stored = new Response(counted(response.body, total, id), { headers: response.headers });
+    return cache.put(url, stored)
+      .then(function () { return cache.match(url); })
+      .then(function (hit) {
+        return hit ? readInto(hit, id, false) : fetch(url).then(function (again) { return readInto(again, id, false); });
+      }, function () {
+        return fetch(url).then(function (again) { return readInto(again, id, false); });
+      });
+  });
+}
+
 function load(message) {
   var started = performance.now();
   var fromCache = false;
@@ -71,15 +108,7 @@ function load(message) {
         fromCache = true;
         return readInto(hit, message.id, true);
       }
-      return fetch(message.url).then(function (response) {
-        if (!response.ok) throw new Error("HTTP " + response.status + " for " + message.url);
-        var keep = cache ? response.clone() : null;
-        return readInto(response, message.id, false).then(function (slot) {
-          // Keep a copy for the next visit; a full disk or a refusal only costs that.
-          if (keep) return cache.put(message.url, keep).catch(function () {}).then(function () { return slot; });
-          return slot;
-        });
-      });
+      return download(message.url, message.id, cache);
     });
   }).then(function (slot) {
     var downloaded = performance.now();
