@@ -175,6 +175,20 @@ def test_live_view_counts_from_zero_and_ablates_by_click(live_tab: Any) -> None:
     tab.wait_for_function("!location.search.includes('live-ablate')")
 
 
+def test_live_second_visit_reads_the_browsers_cache(
+    live_tab: Any, site_url: str, built_site: Path
+) -> None:
+    """The reader's next visit loads the model from Cache Storage, not the network."""
+    tab = live_tab.context.new_page()
+    requests: list[str] = []
+    tab.on("request", lambda request: requests.append(request.url))
+    tab.goto(site_url + explorer_path(built_site))
+    info = tab.evaluate("attnlabLive.load()")
+    assert info["fromCache"] and info["bytes"] == 98_362_432
+    assert not [url for url in requests if url.endswith(".gguf")]
+    tab.close()
+
+
 def _run_and_wait(tab: Any, button: str) -> None:
     """Click a button that runs the model; wait for the new view."""
     tab.evaluate("document.querySelector('#live-status').textContent = ''")
