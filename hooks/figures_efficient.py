@@ -11,13 +11,12 @@ import math
 
 import diagrams
 import torch
-from figure_kit import journey_self_attention
 from figure_registry import figure
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 import attnlab
-from attnlab import examples
 
 
 @figure("bench-time")
@@ -42,12 +41,15 @@ def bench_memory() -> Figure:
 
 @figure("flash-tiles", diagram=True)
 def flash_tiles() -> Figure:
-    """Causal FlashAttention in 2 x 2 tiles: visit order, skipped tiles, running max and sum."""
-    words, inputs = examples.your_journey()
-    module = journey_self_attention()
-    with torch.no_grad():
-        attn_scores = attnlab.attention_scores(module.W_query(inputs), module.W_key(inputs))
-    scores = attn_scores / math.sqrt(2)  # (6, 6)
+    """Causal FlashAttention in 2 x 2 tiles: visit order, skipped tiles, a row rescaled.
+
+    The scores are the chapter's tiled example (seed 123, six queries and keys of width
+    4, scale 1/2); its last row's maximum rises in the last tile, so the table shows
+    the correction ``c = exp(m_old - m_new)`` below 1 there.
+    """
+    torch.manual_seed(123)
+    queries, keys = torch.randn(6, 4), torch.randn(6, 4)  # (L, E), (S, E)
+    scores = queries @ keys.T / 2  # (6, 6), scaled by 1 / sqrt(4)
     block = 2
     mask = ~attnlab.causal_mask(6)  # True = masked
     fig, ax = diagrams.canvas(8.0, 4.6)
@@ -62,70 +64,85 @@ def flash_tiles() -> Figure:
         fontsize="small",
         masked=mask,
         masked_text="",
-        row_labels=list(words),
+        highlight_rows=[5],
+        row_labels=[f"q{i}" for i in range(6)],
     )
+    _tile_frames(ax, cell, block)
+    table = diagrams.matrix(
+        ax,
+        _running_stats(scores[5], block),
+        (9.6, -3.6),
+        role="weights",
+        decimals=2,
+        cell=cell,
+        fontsize="small",
+        row_labels=["max m", "rescale c", "sum l"],
+        col_labels=["tile 4", "tile 5", "tile 6"],
+        title="row q5, running",
+    )
+    diagrams.fit(ax, grid, table, diagrams.Bounds(-1.8, -3.8, 14.0, 5.6), margin=0.3)
+    return fig
+
+
+def _tile_frames(ax: Axes, cell: tuple[float, float], block: int) -> None:
+    """Frame the 3 x 3 tiles of a 6 x 6 grid: causal visit order, or "skipped"."""
     ink = diagrams.text_colour()
     order = 0
     for qi in range(3):
         for kj in range(3):
             x, y = kj * block * cell[0], (2 - qi) * block * cell[1]
-            ax.add_patch(
-                Rectangle(
-                    (x, y),
-                    block * cell[0],
-                    block * cell[1],
-                    fill=False,
-                    edgecolor=ink,
-                    linewidth=2.0,
-                )
-            )
+            width, height = block * cell[0], block * cell[1]
+            ax.add_patch(Rectangle((x, y), width, height, fill=False, edgecolor=ink, linewidth=2.0))
             if kj <= qi:
                 order += 1
-                ax.text(
-                    x + 0.12,
-                    y + block * cell[1] - 0.1,
-                    str(order),
-                    ha="left",
-                    va="top",
-                    color=ink,
-                    fontsize="x-small",
-                    fontweight="bold",
-                )
+                ax.text(x + 0.12, y + height - 0.1, str(order), ha="left", va="top",
+                        color=ink, fontsize="x-small", fontweight="bold")  # fmt: skip
             else:
-                ax.text(
-                    x + block * cell[0] / 2,
-                    y + block * cell[1] / 2,
-                    "skipped",
-                    ha="center",
-                    va="center",
-                    color=ink,
-                    fontsize="small",
-                )
-    # running max m and sum l of the last query row ("step") after each key tile
-    row = scores[5]
-    running_max, running_sum = [], []
+                ax.text(x + width / 2, y + height / 2, "skipped", ha="center", va="center",
+                        color=ink, fontsize="small")  # fmt: skip
+
+
+def _running_stats(row: torch.Tensor, block: int) -> torch.Tensor:
+    """The online softmax over ``row`` in tiles: ``m``, the rescale ``c`` and ``l`` after each.
+
+    Shape:
+        row: ``(S,)``; output: ``(3, S // block)``.
+    """
     m, l_sum = float("-inf"), 0.0
-    for kj in range(3):
-        tile = row[kj * block : (kj + 1) * block]
+    columns = []
+    for j0 in range(0, row.shape[0], block):
+        tile = row[j0 : j0 + block]
         new_m = max(m, float(tile.max()))
-        l_sum = l_sum * math.exp(m - new_m) + float((tile - new_m).exp().sum())
+        rescale = math.exp(m - new_m)  # exp(-inf) = 0 on the first tile: nothing to rescale
+        l_sum = l_sum * rescale + float((tile - new_m).exp().sum())
         m = new_m
-        running_max.append(m)
-        running_sum.append(l_sum)
-    stats = torch.tensor([running_max, running_sum])  # (2, 3)
-    s = diagrams.matrix(
-        ax,
-        stats,
-        (9.6, -2.8),
-        role="weights",
-        decimals=2,
-        cell=cell,
-        fontsize="small",
-        row_labels=["max m", "sum l"],
-        col_labels=["tile 4", "tile 5", "tile 6"],
-        title="row 'step', running",
-    )
-    diagrams.fit(ax, grid, s, diagrams.Bounds(-1.8, -3.0, 14.0, 5.6), margin=0.3)
+        columns.append([m, rescale, l_sum])
+    return torch.tensor(columns).T  # (3, tiles)
+
+
+@figure("gpu-memory", diagram=True)
+def gpu_memory() -> Figure:
+    """An A100's memory hierarchy (FlashAttention paper, figure 1) and where each method works.
+
+    Three levels, small and fast on top: on-chip SRAM, the GPU's high-bandwidth memory
+    (HBM) and the CPU's DRAM, each with its size and bandwidth, and which attention
+    keeps its scores there.
+    """
+    levels = [  # name, size and bandwidth, who keeps scores there, role, bar width
+        ("SRAM (on chip)", "20 MB, 19 TB/s", "tiled: one block of scores", "queries", 7.0),
+        ("HBM (GPU memory)", "40 GB, 1.5 TB/s", "explicit: all T × T scores", "weights", 8.5),
+        ("CPU DRAM", "> 1 TB, 12.8 GB/s", "", "input", 10.0),
+    ]
+    fig, ax = diagrams.canvas(5.0, 4.2)
+    for row, (name, numbers, note, role, width) in enumerate(levels):
+        y = -2.2 * row
+        ax.add_patch(Rectangle((-width / 2, y), width, 1.9, facecolor=diagrams.tint(role),
+                               edgecolor=diagrams.text_colour(), linewidth=1.2))  # fmt: skip
+        diagrams.label(ax, (0, y + 1.45), name, role=role, fontsize="medium")
+        diagrams.label(ax, (0, y + 0.9), numbers, fontsize="medium")
+        if note:
+            diagrams.label(ax, (0, y + 0.35), note, fontsize="medium")
+    diagrams.fit(ax, diagrams.Bounds(-5.0, -4.4, 5.0, 1.9), margin=0.2)
     return fig
 
 

@@ -42,14 +42,14 @@ def window_cost() -> Figure:
 def _decoding_step() -> dict[str, torch.Tensor]:
     """The KV-cache chapter's layer and tokens: the step where position 6 meets the cache.
 
-    ``GroupedQueryAttention(16, num_heads=4, num_kv_heads=2)`` and ``x`` of shape
-    ``(1, 10, 16)`` after ``torch.manual_seed(0)``; the prompt (positions 0-5) fills the
-    cache, then token 6 goes through the layer's seams. Returned for query head 0 and
-    the key/value head it shares with query head 1.
+    ``GroupedQueryAttention(16, num_heads=4)`` (one key/value head per query head) and
+    ``x`` of shape ``(1, 10, 16)`` after ``torch.manual_seed(0)``; the prompt (positions
+    0-5) fills the cache, then token 6 goes through the layer's seams. Returned for
+    head 0.
     """
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        layer = attnlab.GroupedQueryAttention(d_model=16, num_heads=4, num_kv_heads=2)
+        layer = attnlab.GroupedQueryAttention(d_model=16, num_heads=4)
         x = torch.randn(1, 10, 16)  # (B, T, d_model)
     cache = attnlab.KVCache()
     with torch.no_grad():
@@ -87,7 +87,7 @@ def kv_cache_step() -> Figure:
         step["keys"],
         (0, 0),
         role="keys",
-        title="cached keys K (kv head 0)",
+        title="cached keys K (head 0)",
         row_labels=rows,
         highlight_rows=[S - 1],
     )

@@ -312,3 +312,34 @@ def induction_circuit() -> Figure:
     diagrams.arrow(ax, boxes[query].top_mid, (boxes[query].top_mid[0], guess.bottom))
     diagrams.fit(ax, *boxes.values(), guess, diagrams.Bounds(0, -3.0, x, 2.8), margin=0.2)
     return fig
+
+
+@figure("streaming-loss")
+def streaming_loss() -> Figure:
+    """SmolLM2's loss along the long text: full attention, a 128-token window, with sinks.
+
+    From the recorded run (``attnlab.bench.load_results("streaming")``): the mean loss
+    on each 64-token stretch of the text's first 1,024 tokens.
+    """
+    from attnlab.bench import load_results
+
+    results = load_results("streaming")
+    bucket = results["config"]["bucket"]
+    rows = {(r["window"], r["sinks"]): r for r in results["rows"]}
+    fig = Figure(figsize=(8.0, 3.6), layout="constrained")
+    ax = fig.add_subplot()
+    settings = [
+        ((None, 0), "full attention", "-", "o"),
+        ((128, 0), "window of 128", "--", "s"),
+        ((128, 4), "window of 128 + 4 sink tokens", ":", "^"),
+    ]
+    for key, name, style, marker in settings:
+        losses = rows[key]["bucket_losses"]
+        starts = [k * bucket for k in range(len(losses))]
+        ax.plot(starts, losses, linestyle=style, marker=marker, label=name)
+    ax.axvline(128, color="grey", linewidth=1.0)
+    ax.text(132, ax.get_ylim()[1], "the window fills", va="top", fontsize="small")
+    ax.set_xlabel(f"position in the text (start of each {bucket}-token stretch)")
+    ax.set_ylabel("mean loss (nats)")
+    ax.legend(loc="lower left", fontsize="small")
+    return fig

@@ -72,3 +72,14 @@ def test_home_notation_and_the_core_stay_within_their_budget() -> None:
     sections = words_by_section()
     first = sum(sum(sections[title].values()) for title in ("Before the path", *CORE_SECTIONS))
     assert first <= FIRST_PART_BUDGET, f"{first} words > {FIRST_PART_BUDGET}:\n{_table(sections)}"
+
+
+#: Efficient attention, Inside today's LLMs and Where next: the part after the core.
+ADVANCED_SECTIONS = ("Efficient attention", "Inside today's LLMs", "Where next")
+ADVANCED_BUDGET = 12_300
+
+
+def test_the_advanced_sections_stay_within_their_budget() -> None:
+    sections = words_by_section()
+    advanced = sum(sum(sections[title].values()) for title in ADVANCED_SECTIONS)
+    assert advanced <= ADVANCED_BUDGET, f"{advanced} words > {ADVANCED_BUDGET}:\n{_table(sections)}"

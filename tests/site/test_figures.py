@@ -224,12 +224,12 @@ def _contains_run(texts: list[str], cells: list[str]) -> bool:
 
 
 def test_kv_cache_step_shows_the_chapters_cache() -> None:
-    """The cached K and V of kv head 0 after the KV-cache chapter's prompt and one step,
+    """The cached K and V of head 0 after the KV-cache chapter's prompt and one step,
     and head 0's output, computed here through the layer's forward and SDPA."""
     import torch
 
     torch.manual_seed(0)
-    layer = attnlab.GroupedQueryAttention(d_model=16, num_heads=4, num_kv_heads=2)
+    layer = attnlab.GroupedQueryAttention(d_model=16, num_heads=4)  # one kv head per head
     x = torch.randn(1, 10, 16)
     cache = attnlab.KVCache()
     with torch.no_grad():

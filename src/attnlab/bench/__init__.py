@@ -20,12 +20,17 @@ by name, from a checkout or from an installed wheel alike, and ``attnlab.plot``
 * ``ring`` (``--ring``): ring attention's memory per rank;
 * ``decode`` (``--decode``): decoding token by token through a ``KVCache`` against
   recomputing the prefix at every step, and the KV cache's bytes per token;
+* ``gqa`` (``--gqa``): one decoding step at a long cache, SmolLM2's attention shape with
+  9 against 3 key/value heads: time and the cache's bytes;
 * ``window`` (``--window``): sliding-window flash attention against full causal flash
   attention as ``T`` grows;
 * ``llm`` (``--llm``): SmolLM2-135M on attnlab's attention (``attnlab.llama``) against
   transformers' Llama on the same weights: load time, prefill and decode tokens per
   second, and decoding 256 tokens with the KV cache against recomputing (needs the
-  ``llm`` and ``hf`` extras).
+  ``llm`` and ``hf`` extras);
+* ``streaming`` (``--streaming``): not a timing, SmolLM2's loss on 1,024 tokens of the
+  package's long text through a sliding window, with and without attention sinks
+  (StreamingLLM), against full attention.
 
 The package's rooms: ``results`` (the recorded runs and reading them), ``measure``
 (time, peak extra memory, a fresh process per configuration), one module per suite,
