@@ -198,7 +198,8 @@ class AttentionHeads(nn.Module):
         key = query if key is None else key
         value = key if value is None else value
         batch, L, S_new = self.check_inputs(query, key, value)
-        S = S_new + self._check_cache(cache)
+        past = self._check_cache(cache)  # cached positions before the new ones
+        S = past + S_new
         self._check_call(query, batch, L, S, attn_mask, key_padding_mask, position_embeddings)
         heads_off = self._check_ablate_heads(ablate_heads)
         check_bool("need_weights", need_weights)
@@ -209,11 +210,11 @@ class AttentionHeads(nn.Module):
         keys = self.split_heads(keys)  # (B, S_new, Hkv * D) -> (B, Hkv, S_new, D)
         values = self.split_heads(values, self.value_head_dim)  # (B, Hkv, S_new, Dv)
         queries, keys = self.position_queries_keys(
-            queries, keys, offset=S - S_new, position_embeddings=position_embeddings
+            queries, keys, offset=past, position_embeddings=position_embeddings
         )
         if cache is not None:
             keys, values = cache.append(keys, values)  # (B, Hkv, S, D), (B, Hkv, S, Dv)
-        mask, is_causal = self.attention_mask(L, S, attn_mask, key_padding_mask, query)
+        mask, is_causal = self.attention_mask(L, S, attn_mask, key_padding_mask, query, past)
         context_vecs, attn_weights = self.attend_heads(
             queries, keys, values, mask, is_causal, need_weights
         )  # (B, H, L, Dv), (B, H, L, S) or None
@@ -299,8 +300,16 @@ class AttentionHeads(nn.Module):
         """
         return queries, keys
 
-    def causal_rule(self, L: int, S: int, device: torch.device) -> tuple[Tensor | None, bool]:
+    def causal_rule(
+        self, L: int, S: int, device: torch.device, offset: int = 0
+    ) -> tuple[Tensor | None, bool]:
         """Seam: the layer's own mask, as ``(attn_mask, is_causal)``; here none.
+
+        Args:
+            L: Queries.
+            S: Keys, cached ones included.
+            device: Where to build a mask.
+            offset: Cached positions before the queries (``S - L`` with a cache, else 0).
 
         Returns:
             A bool ``(L, S)`` mask (``True`` = may attend) or ``None``, and SDPA's
@@ -325,6 +334,7 @@ class AttentionHeads(nn.Module):
         attn_mask: Tensor | None,
         key_padding_mask: Tensor | None,
         query: Tensor,
+        offset: int = 0,
     ) -> tuple[Tensor | None, bool]:
         """The call's one mask: ``causal_rule`` and ``score_bias`` with the caller's masks.
 
@@ -335,7 +345,7 @@ class AttentionHeads(nn.Module):
             ``(attn_mask, is_causal)`` for ``attend_heads``; the mask broadcasts to
             ``(B, H, L, S)``.
         """
-        rule, is_causal = self.causal_rule(L, S, query.device)
+        rule, is_causal = self.causal_rule(L, S, query.device, offset)
         bias = self.score_bias(L, S, query.device)
         if attn_mask is None and key_padding_mask is None and bias is None:
             return rule, is_causal

@@ -160,7 +160,9 @@ class GroupedQueryAttention(AttentionHeads):
         rotate = self.rotary.apply_cos_sin  # forward checked x once: no checks again
         return rotate(queries, cos, sin), rotate(keys, cos, sin)
 
-    def causal_rule(self, L: int, S: int, device: torch.device) -> tuple[Tensor | None, bool]:
+    def causal_rule(
+        self, L: int, S: int, device: torch.device, offset: int = 0
+    ) -> tuple[Tensor | None, bool]:
         """Causal, aligned to the end (the queries follow the cached keys), within the window.
 
         [`decoder_mask`][attnlab.decoder_mask] in its cheapest form: SDPA's flag

@@ -46,6 +46,7 @@ from .interop import (
     to_torch_mha,
     torch_mha_config,
 )
+from .masks import decoder_mask
 from .self_attention import checked_padding_mask
 
 __all__ = [
@@ -264,9 +265,20 @@ class MultiHeadAttention(AttentionHeads):
         output: Tensor = self.out_proj(x)
         return output
 
-    def causal_rule(self, L: int, S: int, device: torch.device) -> tuple[Tensor | None, bool]:
-        """``causal=True``: SDPA's top-left causal flag (query ``i`` sees keys ``j <= i``)."""
-        return None, self.causal
+    def causal_rule(
+        self, L: int, S: int, device: torch.device, offset: int = 0
+    ) -> tuple[Tensor | None, bool]:
+        """``causal=True``: query ``i`` sees keys ``j <= i``, top-left as SDPA's flag.
+
+        With a cache (``offset`` positions before the queries) the new queries follow the
+        cached keys: the rule is aligned to the end ([`decoder_mask`][attnlab.decoder_mask]),
+        so feeding a sequence chunk by chunk gives the whole sequence's output.
+        """
+        if not self.causal:
+            return None, False
+        if offset:
+            return decoder_mask(L, S, device=device)
+        return None, True
 
     @staticmethod
     def from_wrapper(wrapper: MultiHeadAttentionWrapper) -> MultiHeadAttention:

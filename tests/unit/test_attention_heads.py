@@ -73,7 +73,9 @@ class LatentWidthAttention(AttentionHeads):
         output: Tensor = self.out_proj(x)
         return output
 
-    def causal_rule(self, L: int, S: int, device: torch.device) -> tuple[Tensor | None, bool]:
+    def causal_rule(
+        self, L: int, S: int, device: torch.device, offset: int = 0
+    ) -> tuple[Tensor | None, bool]:
         return None, True
 
 
@@ -214,3 +216,22 @@ def test_a_models_rotary_table_equals_the_layers_own() -> None:
         torch.testing.assert_close(layer(x, position_embeddings=per_row), layer(x))
         spread = layer.rotary.cos_sin(torch.arange(0, 10, 2))  # distances doubled: it is used
         assert not torch.allclose(layer(x, position_embeddings=spread), layer(x), atol=1e-4)
+
+
+@pytest.mark.parametrize("backend", ["torch", "explicit"])
+def test_causal_multi_head_attention_decodes_through_a_cache(backend: str) -> None:
+    """The skeleton gives MultiHeadAttention a KVCache too: with cached keys the causal
+    rule is aligned to the end, so chunks give the whole sequence's output (PyTorch's
+    module with a causal mask as the reference)."""
+    torch.manual_seed(4)
+    layer = MultiHeadAttention(8, 8, 2, causal=True, backend=backend).eval()  # type: ignore[arg-type]
+    x = torch.randn(2, 7, 8)
+    with torch.no_grad():
+        future = torch.ones(7, 7, dtype=torch.bool).triu(1)  # PyTorch's polarity: True = hidden
+        plain = MultiHeadAttention(8, 8, 2)  # the same weights without the flag, for to_torch
+        plain.load_state_dict(layer.state_dict())
+        expected, _ = plain.to_torch()(x, x, x, attn_mask=future, need_weights=False)
+        cache = KVCache()
+        chunks = [layer(part, cache=cache) for part in x.split([3, 1, 3], dim=1)]
+    torch.testing.assert_close(torch.cat(chunks, dim=1), expected, atol=1e-5, rtol=1e-5)
+    assert len(cache) == 7
