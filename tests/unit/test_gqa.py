@@ -107,3 +107,39 @@ def test_attn_mask_is_checked_and_combines_with_the_cache() -> None:
         step = layer(x[:, 4:], cache=cache, attn_mask=hide)  # 2 new queries over 6 keys
     torch.testing.assert_close(step, full[:, 4:])
     assert not torch.allclose(full[:, 2:], layer(x)[:, 2:])  # the mask changed something
+
+
+def band_mask(T: int, window: int) -> torch.Tensor:
+    """(T, T) bool, True where query i may see key j: ``i - window < j <= i``, built here."""
+    i = torch.arange(T)[:, None]  # (T, 1)
+    j = torch.arange(T)[None, :]  # (1, T)
+    return (j <= i) & (j > i - window)
+
+
+@pytest.mark.xdist_group(HF_GROUP)
+@pytest.mark.parametrize("backend", ["torch", "explicit", "flash"])
+@pytest.mark.parametrize("window", [1, 3, 4])
+def test_window_equals_llama_attention_under_a_band_mask(backend: str, window: int) -> None:
+    """A windowed module equals Hugging Face's LlamaAttention given the band ``i - W < j <= i``
+    (checked against transformers' own sliding-window rule), for a whole sequence and for
+    decoding steps one token at a time far past the window through the cache."""
+    masking_utils = pytest.importorskip("transformers.masking_utils")
+    attn = hf_llama_attention(4, 2, "eager")
+    ours = GroupedQueryAttention.from_hf(attn, backend=backend)  # type: ignore[arg-type]
+    ours.window = window
+    T = 10
+    allowed = band_mask(T, window)  # (T, T)
+    hf_rule = masking_utils.sliding_window_causal_mask_function(window)
+    zero = torch.tensor(0)
+    hf_allowed = hf_rule(zero, zero, torch.arange(T)[:, None], torch.arange(T)[None, :])  # (T, T)
+    assert torch.equal(allowed, hf_allowed)  # the band above is transformers' window
+    x = torch.randn(2, T, 24, generator=torch.Generator().manual_seed(window))
+    cos, sin = attn.rotary(x, torch.arange(T)[None])
+    hf_mask = torch.zeros(T, T).masked_fill(~allowed, torch.finfo(x.dtype).min)[None, None]
+    with torch.no_grad():
+        expected, _ = attn(x, position_embeddings=(cos, sin), attention_mask=hf_mask)
+        torch.testing.assert_close(ours(x), expected, atol=1e-5, rtol=1e-5)
+        cache = KVCache()
+        steps = [ours(x[:, :2], cache=cache)]  # the first two tokens, then 8 steps past W
+        steps += [ours(x[:, t : t + 1], cache=cache) for t in range(2, T)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), expected, atol=1e-5, rtol=1e-5)
