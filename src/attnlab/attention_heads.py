@@ -4,39 +4,15 @@
 [`MultiHeadAttention`][attnlab.MultiHeadAttention],
 [`GroupedQueryAttention`][attnlab.GroupedQueryAttention] and the real LLM's
 [`LlamaAttention`][attnlab.llama.LlamaAttention]. A layer is a small class that sets a
-few attributes and overrides seams, never the forward (as torchtune's one
-``MultiHeadAttention`` serves MHA, GQA and MQA with injected parts):
-
-    check_inputs          query, key, value -> batch shape, L, S (before any arithmetic)
-    project_qkv           (B, L, d_in), (B, S, kdim), (B, S, vdim) -> flat q, k, v
-    split_heads           (B, T, H * D) -> (B, H, T, D)
-    position_queries_keys rotate q and k by position (rotary), or leave them
-    (the KVCache)         keys and values appended after the cached ones
-    causal_rule           the layer's own mask: top-left causal, or end-aligned with a window
-    score_bias            a float added to the scores by position (ALiBi, T5), or None
-    attend_heads          the kernel: every head at once through the backend registry
-    merge_heads           (B, H, L, Dv) -> (B, L, H * Dv)
-    project_out           (B, L, H * Dv) -> (B, L, d_out)
+few attributes and overrides seams, never the forward, as torchtune's one
+``MultiHeadAttention`` serves MHA, GQA and MQA with injected parts. The seams, in order,
+and the names the package uses (where they differ from the chapters') are listed in
+[`AttentionHeads`][attnlab.AttentionHeads].
 
 Query/key heads have width ``head_dim`` (``D``) and value heads ``value_head_dim``
 (``Dv``, ``D`` unless a layer sets it), so latent attention's split widths need no new
 forward. Head ablation is the ``ablate_heads`` keyword; the attention weights come back
 as a named [`AttentionOutput`][attnlab.AttentionOutput].
-
-**One vocabulary, two sets of attribute names.** The chapters build
-``MultiHeadAttention`` with the teaching names of *Build a Large Language Model (From
-Scratch)*; the Llama layers keep Hugging Face's names, so that checkpoints load by name.
-The skeleton's seams and arguments are the same for both:
-
-* query, key and value projections: ``W_query``, ``W_key``, ``W_value`` in the chapters'
-  ``MultiHeadAttention``; ``q_proj``, ``k_proj``, ``v_proj`` in the Llama layers; both
-  behind the seam ``project_qkv``;
-* output projection: ``out_proj`` (chapters), ``o_proj`` (Llama); the seam ``project_out``;
-* token width: ``d_in`` and ``d_out`` (chapters; ``d_out`` always the total),
-  ``d_model`` (Llama, ``hidden_size``, in and out alike);
-* heads, widths, masks and results: one set of names everywhere (``num_heads``,
-  ``num_kv_heads``, ``head_dim``, ``attn_mask``, ``key_padding_mask``, ``attn_weights``,
-  ``context_vecs``).
 
 Shape legend: ``B`` batch, ``L`` queries, ``S`` keys (cached ones included), ``H`` query
 heads, ``Hkv`` key/value heads, ``D`` query/key head width, ``Dv`` value head width.
@@ -92,7 +68,33 @@ class AttentionHeads(nn.Module):
     ``check_inputs``, ``project_qkv`` and ``project_out`` always (they name its
     projections); ``position_queries_keys``, ``causal_rule`` and ``score_bias`` when it
     places positions or masks differently. ``split_heads``, ``attend_heads`` and
-    ``merge_heads`` serve every layer.
+    ``merge_heads`` serve every layer. The forward runs, in order:
+
+        check_inputs          query, key, value -> batch shape, L, S (before any arithmetic)
+        project_qkv           (B, L, d_in), (B, S, kdim), (B, S, vdim) -> flat q, k, v
+        split_heads           (B, T, H * D) -> (B, H, T, D)
+        position_queries_keys rotate q and k by position (rotary), or leave them
+        (the KVCache)         keys and values appended after the cached ones
+        causal_rule           the layer's own mask: top-left causal, or end-aligned with a window
+        score_bias            a float added to the scores by position (ALiBi, T5), or None
+        attend_heads          the kernel: every head at once through the backend registry
+        merge_heads           (B, H, L, Dv) -> (B, L, H * Dv)
+        project_out           (B, L, H * Dv) -> (B, L, d_out)
+
+    **One vocabulary, two sets of attribute names.** The chapters build
+    ``MultiHeadAttention`` with the teaching names of *Build a Large Language Model (From
+    Scratch)*; the Llama layers keep Hugging Face's names, so that checkpoints load by name.
+    The skeleton's seams and arguments are the same for both:
+
+    * query, key and value projections: ``W_query``, ``W_key``, ``W_value`` in the chapters'
+      ``MultiHeadAttention``; ``q_proj``, ``k_proj``, ``v_proj`` in the Llama layers; both
+      behind the seam ``project_qkv``;
+    * output projection: ``out_proj`` (chapters), ``o_proj`` (Llama); the seam ``project_out``;
+    * token width: ``d_in`` and ``d_out`` (chapters; ``d_out`` always the total),
+      ``d_model`` (Llama, ``hidden_size``, in and out alike);
+    * heads, widths, masks and results: one set of names everywhere (``num_heads``,
+      ``num_kv_heads``, ``head_dim``, ``attn_mask``, ``key_padding_mask``, ``attn_weights``,
+      ``context_vecs``).
 
     Attributes:
         num_heads: Query heads ``H``.
