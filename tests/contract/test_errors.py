@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 
@@ -187,6 +189,21 @@ def test_each_call_checks_its_query_once(name: str, monkeypatch: pytest.MonkeyPa
         checked.append(argument)
         return check_floating(argument, value)
 
-    monkeypatch.setattr(_validation, "check_floating", counting)
+    patched = patch_every_reference(monkeypatch, "check_floating", counting)
+    assert {"attnlab._validation", "attnlab.functional"} <= patched  # the by-name imports too
     CHECKED_CALLS[name]()
     assert checked.count("query") + checked.count("x") == 1, checked
+
+
+def patch_every_reference(
+    monkeypatch: pytest.MonkeyPatch, name: str, replacement: object
+) -> set[str]:
+    """Replace ``_validation.<name>`` in every attnlab module holding it (``from
+    ._validation import name`` keeps a reference of its own); the patched modules' names."""
+    original = getattr(_validation, name)
+    patched: set[str] = set()
+    for module_name, module in list(sys.modules.items()):
+        if module_name.startswith("attnlab") and getattr(module, name, None) is original:
+            monkeypatch.setattr(module, name, replacement)
+            patched.add(module_name)
+    return patched
