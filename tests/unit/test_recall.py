@@ -111,6 +111,30 @@ def test_key_query_scores_match_the_modules_own_weights() -> None:
     assert torch.allclose(scores[batch.query[:, None], batch.keys], direct, atol=1e-5)
 
 
+def test_key_query_scores_average_every_heads_scores_with_the_query_gain() -> None:
+    """Four heads and an unscaled model (query gain sqrt(D) = 2), written out head by head:
+    W_query's rows h*D..(h+1)*D score the gained query embedding against W_key's rows."""
+    torch.manual_seed(3)
+    model = recall.RecallModel(RecallTask(), d_model=16, num_heads=4, scaled=False)
+    assert model.query_gain == 2.0
+    E = model.key_embedding.weight.detach()  # (K, d)
+    Wq, Wk = model.attention.W_query, model.attention.W_key
+    per_head = []
+    with torch.no_grad():
+        for h in range(4):
+            rows = slice(4 * h, 4 * h + 4)  # head h's D = 4 output features
+            q = torch.nn.functional.linear(2.0 * E, Wq.weight[rows], _bias(Wq, rows))  # (K, D)
+            k = torch.nn.functional.linear(E, Wk.weight[rows], _bias(Wk, rows))  # (K, D)
+            per_head.append(q @ k.T / 2.0)  # (K, K): / sqrt(D)
+        expected = torch.stack(per_head).mean(dim=0)  # (K, K)
+        scores = recall.key_query_scores(model)
+    torch.testing.assert_close(scores, expected, atol=1e-5, rtol=1e-5)
+
+
+def _bias(linear: torch.nn.Linear, rows: slice) -> torch.Tensor | None:
+    return None if linear.bias is None else linear.bias[rows]
+
+
 def test_train_is_the_plain_loop_the_chapter_shows() -> None:
     """recall.train's losses equal a hand-written forward/loss/backward/step loop's."""
     task = RecallTask()
