@@ -17,6 +17,13 @@ and measure what heads are for: [`copy_losses`][attnlab.llama.interpret.copy_los
 (the model's loss on each copy), with heads switched off through
 ``model(ids, ablate=...)`` ([`as_ablation`][attnlab.llama.interpret.as_ablation]).
 
+Two experiments go further: StreamingLLM's sliding window with and without attention
+sinks ([`streaming_mask`][attnlab.llama.interpret.streaming_mask] run through
+[`masked_logits`][attnlab.llama.interpret.masked_logits], scored by
+[`mean_loss`][attnlab.llama.interpret.mean_loss] on
+[`long_text`][attnlab.llama.interpret.long_text]), and what one head's output does to
+the logits ([`head_direct_logits`][attnlab.llama.interpret.head_direct_logits]).
+
 Shape legend: ``B`` sequences, ``N`` layers, ``H`` query heads, ``T`` tokens. Layers,
 heads and positions count from zero, as in the code.
 """
