@@ -187,6 +187,17 @@ test("an ablated head changes the prediction of its layer's output; its weights 
   }
 });
 
+test("without WebAssembly SIMD, plain JavaScript gives the same forward pass", () => {
+  const plain = engineModule.Engine.fromBytes(fileBytes, { wasm: false, maxTokens: 8 });
+  assert.equal(plain.kernelsName, "JavaScript");
+  const ids = reference.texts[0].ids.slice(0, 4);
+  const a = plain.run(ids, { ablate: { 5: [1] } });
+  const b = engine.run(ids, { ablate: { 5: [1] } });
+  const far = (x, y) => Math.max(...Array.from(x, (v, i) => Math.abs(v - y[i])));
+  assert.ok(far(a.attention, b.attention) < 1e-5, "attention");
+  assert.ok(far(a.logits, b.logits) < 1e-3, "logits");
+});
+
 test("topK gives the largest logits with their softmax probabilities", () => {
   const top = model.topK(Float32Array.from([0, Math.log(3), 0, Math.log(2)]), 2);
   assert.deepEqual(top.map((t) => t.id), [1, 3]);
