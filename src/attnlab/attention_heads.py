@@ -21,6 +21,7 @@ Masks follow PyTorch's SDPA: bool ``True`` = may attend, float added to the scor
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import Literal, NamedTuple, overload
 
@@ -197,6 +198,13 @@ class AttentionHeads(nn.Module):
             output: ``(B, L, d_out)``; attn_weights: ``(B, H, L, S)`` or ``(B, L, S)``
             (drop ``B`` throughout for unbatched input).
         """
+        if isinstance(key, KVCache) and value is None and cache is None:
+            warnings.warn(  # GroupedQueryAttention's old forward(x, cache), one release
+                "a KVCache passed by position is deprecated: call layer(x, cache=cache)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            key, cache = None, key
         key = query if key is None else key
         value = key if value is None else value
         batch, L, S_new = self.check_inputs(query, key, value)

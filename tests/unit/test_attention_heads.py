@@ -197,10 +197,20 @@ def test_the_forward_refuses_bad_keywords_by_name(
 
 
 def test_grouped_query_attention_is_self_attention_only() -> None:
-    """A cache passed by position (the old signature) is refused, not taken as keys."""
-    layer = GroupedQueryAttention(8, 4, 2)
-    with pytest.raises(TypeError, match=r"call it as layer\(x, cache=...\).*KVCache"):
-        layer(torch.randn(2, 5, 8), KVCache())  # type: ignore[arg-type]
+    """A second sequence is refused by name; a cache passed by position (the old
+    forward(x, cache)) still works for one release, with a warning."""
+    torch.manual_seed(5)
+    layer = GroupedQueryAttention(8, 4, 2).eval()
+    x = torch.randn(2, 5, 8)
+    with pytest.raises(TypeError, match=r"call it as layer\(x, cache=...\).*Tensor"):
+        layer(x, torch.randn(2, 5, 8))
+    by_keyword, by_position = KVCache(), KVCache()
+    with torch.no_grad():
+        expected = [layer(part, cache=by_keyword) for part in x.split([3, 2], dim=1)]
+        with pytest.warns(DeprecationWarning, match=r"call layer\(x, cache=cache\)"):
+            got = [layer(part, by_position) for part in x.split([3, 2], dim=1)]  # type: ignore[arg-type]
+    torch.testing.assert_close(torch.cat(got, dim=1), torch.cat(expected, dim=1))
+    assert len(by_position) == 5
 
 
 def test_a_models_rotary_table_equals_the_layers_own() -> None:
