@@ -401,8 +401,13 @@ class AttentionHeads(nn.Module):
             ``(B, H, L, S)``.
         """
         dropout_p = self.dropout if self.training else 0.0
-        group = self.num_heads // self.num_kv_heads
-        call = AttentionCall(attn_mask, dropout_p, is_causal, self.scale, group)
+        call = AttentionCall(
+            attn_mask=attn_mask,
+            dropout_p=dropout_p,
+            is_causal=is_causal,
+            scale=self.scale,
+            group=self.num_heads // self.num_kv_heads,
+        )
         if need_weights:  # the weights are per query head (grouped heads are repeated)
             return attention_kernel(queries, keys, values, call)
         # The layer checked its inputs: the backend's kernel checks nothing again.

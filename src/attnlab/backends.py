@@ -176,9 +176,10 @@ def attend(
     _, group = check_attention_args(
         query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa=enable_gqa
     )
-    return run_kernel(
-        query, key, value, AttentionCall(attn_mask, dropout_p, is_causal, scale, group), backend
+    call = AttentionCall(
+        attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, group=group
     )
+    return run_kernel(query, key, value, call, backend)
 
 
 def run_kernel(
@@ -214,9 +215,12 @@ def attend_kernel(
     """
     warnings.warn(
         "attend_kernel is deprecated: call run_kernel(query, key, value, "
-        "AttentionCall(attn_mask, dropout_p, is_causal, scale, group), backend)",
+        "AttentionCall(attn_mask=..., dropout_p=..., is_causal=..., scale=..., group=...), "
+        "backend)",
         DeprecationWarning,
         stacklevel=2,
     )
-    call = AttentionCall(attn_mask, dropout_p, is_causal, scale, group)
+    call = AttentionCall(
+        attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, group=group
+    )
     return run_kernel(query, key, value, call, backend)

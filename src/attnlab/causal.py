@@ -109,7 +109,7 @@ class CausalAttention(SelfAttentionV2):
         attn_mask, is_causal = module_attn_mask(
             T, T, self.causal, padding, None, num_heads_dims=0, dtype=x.dtype, device=x.device
         )  # (..., T, T) or None
-        call = AttentionCall(attn_mask, dropout_p, is_causal)
+        call = AttentionCall(attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal)
         return run_kernel(queries, keys, values, call, self.backend)  # (..., T, d_out)
 
     def extra_repr(self) -> str:

@@ -52,13 +52,13 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AttentionCall:
     """The settings of one attention call, already checked: all but query, key and value.
 
     The kernels of the backend registry (``attnlab.backends.KERNELS``) take
     ``(query, key, value, call)``: one frozen object instead of a row of positional
-    flags. The defaults are SDPA's.
+    flags, built by keyword. The defaults are SDPA's.
 
     Attributes:
         attn_mask: ``None``, or a mask broadcastable to ``(N, ..., L, S)``: bool
@@ -254,7 +254,7 @@ def attention_with_weights(
         output: ``(N, ..., L, Ev)``; attn_weights: ``(N, ..., L, S)``.
     """
     check_attention_args(query, key, value, attn_mask, dropout_p, is_causal, scale)
-    call = AttentionCall(attn_mask, dropout_p, is_causal, scale)
+    call = AttentionCall(attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale)
     return attention_kernel(query, key, value, call)
 
 
@@ -369,7 +369,9 @@ def scaled_dot_product_attention(
     _, group = check_attention_args(
         query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa=enable_gqa
     )
-    call = AttentionCall(attn_mask, dropout_p, is_causal, scale, group)
+    call = AttentionCall(
+        attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, group=group
+    )
     output, _ = attention_kernel(query, key, value, call)
     return output
 

@@ -29,7 +29,7 @@ def _attend(
     queries: Tensor, keys: Tensor, values: Tensor, attn_mask: Tensor | None, backend: Backend
 ) -> Tensor:
     """Scaled dot-product attention of checked projections: no dropout, no causal mask."""
-    return run_kernel(queries, keys, values, AttentionCall(attn_mask), backend)
+    return run_kernel(queries, keys, values, AttentionCall(attn_mask=attn_mask), backend)
 
 
 class SelfAttentionV1(nn.Module):

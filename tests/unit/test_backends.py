@@ -96,3 +96,10 @@ def test_the_old_kernel_entry_point_warns_and_still_works() -> None:
     with pytest.warns(DeprecationWarning, match="attend_kernel is deprecated: call run_kernel"):
         out = attend_kernel(q, q, q, None, 0.0, True, None, "torch", batch=(2,), group=1)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, q, q, is_causal=True))
+
+
+def test_the_call_object_is_built_by_keyword() -> None:
+    """No row of positional flags: AttentionCall takes keywords only."""
+    with pytest.raises(TypeError):
+        AttentionCall(None, 0.0, True)  # type: ignore[misc]
+    assert AttentionCall(is_causal=True).is_causal
