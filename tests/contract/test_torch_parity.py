@@ -38,8 +38,34 @@ PATHS: dict[str, Callable[..., Tensor]] = {
     "explicit": scaled_dot_product_attention,
     "with_weights": lambda *a, **k: attention_with_weights(*a, **k)[0],
     "flash": flash_attention,
-    **{f"attend-{b}": (lambda *a, _b=b, **k: attend(*a, backend=_b, **k)) for b in BACKENDS},
+    **{
+        f"attend-{b}": (lambda *a, _b=b, **k: attend(*a, backend=_b, **k))
+        for b in BACKENDS
+        if b != "torch"  # PyTorch's SDPA itself: see test_attend_torch_backend_is_a_dispatch
+    },
 }
+
+
+def test_attend_torch_backend_is_a_dispatch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """backend="torch" hands SDPA the call's own arguments and returns SDPA's result
+    (comparing it with SDPA could not fail: it is SDPA, so its dispatch is tested)."""
+    seen: list[tuple[tuple[object, ...], dict[str, object]]] = []
+    sentinel = torch.full((2, 3, 6), 7.0, dtype=torch.float64)
+
+    def spy(*args: object, **kwargs: object) -> Tensor:
+        seen.append((args, kwargs))
+        return sentinel
+
+    query, key, value = _randn(2, 3, 4, seed=1), _randn(2, 5, 4, seed=2), _randn(2, 5, 6)
+    mask = torch.rand(3, 5) > 0.2
+    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
+    output = attend(query, key, value, attn_mask=mask, scale=0.3, backend="torch")
+    assert output is sentinel and len(seen) == 1
+    args, kwargs = seen[0]
+    assert all(a is b for a, b in zip(args, (query, key, value), strict=True))
+    assert kwargs["attn_mask"] is mask and kwargs["scale"] == 0.3
+    assert kwargs["dropout_p"] == 0.0 and kwargs["is_causal"] is False
+    assert kwargs["enable_gqa"] is False
 
 
 def _same(ours: Tensor, theirs: Tensor) -> None:

@@ -296,16 +296,18 @@ def test_enable_gqa_equals_torch_sdpa(case: dict[str, object]) -> None:
         mask = torch.rand(Hq, L, S, generator=gen) > 0.3  # type: ignore[misc]
     elif case["mask"] == "float":
         mask = torch.randn(L, S, generator=gen)  # type: ignore[misc]
-    expected = F.scaled_dot_product_attention(
+    torchs = F.scaled_dot_product_attention(
         q, k, v, attn_mask=mask, is_causal=causal, enable_gqa=True
-    )
-    if mask is not None and mask.dtype == torch.bool:  # torch gives NaN for empty rows
-        expected = expected.nan_to_num(0.0)
+    )  # NaN in a row a bool mask empties
+    expected = torchs.nan_to_num(0.0)  # the package's rule: such a row outputs zeros
     explicit = scaled_dot_product_attention(q, k, v, mask, is_causal=causal, enable_gqa=True)
     block: int | tuple[int, int] = case["block"]  # type: ignore[assignment]
     flash = flash_attention(q, k, v, mask, is_causal=causal, block_size=block, enable_gqa=True)
-    for backend in ("explicit", "torch", "flash"):
+    for backend in ("explicit", "flash"):  # their own output, NaN included, against zeros
         got = attend(q, k, v, mask, is_causal=causal, backend=backend, enable_gqa=True)
-        torch.testing.assert_close(got.nan_to_num(0.0), expected, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+    # "torch" is PyTorch's SDPA itself: this checks the dispatch, NaN rows and all
+    got = attend(q, k, v, mask, is_causal=causal, backend="torch", enable_gqa=True)
+    torch.testing.assert_close(got, torchs, atol=1e-5, rtol=1e-5, equal_nan=True)
     torch.testing.assert_close(explicit, expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(flash, expected, atol=1e-5, rtol=1e-5)
