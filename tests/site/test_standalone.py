@@ -11,7 +11,8 @@ not have ``attnlab``: the notebook's first cell installs the wheel, and every ot
 cell then runs against the installed copy, nowhere near the source tree.
 
 The environment gets those packages without installing them again (which took most of
-a minute: PyTorch alone unpacks to hundreds of megabytes). It is created empty, and a
+a minute: PyTorch alone unpacks to hundreds of megabytes; tests/fresh_venv.py, as the
+suite's site build does). It is created empty, and a
 ``.pth`` file puts one directory on its path that holds links to exactly those
 distributions and their dependencies, resolved from their metadata as pip would
 (the same versions as this environment's); ipykernel's kernel spec is copied in as
@@ -30,13 +31,11 @@ import sys
 import tomllib
 import zipfile
 from fnmatch import fnmatch
-from importlib.metadata import Distribution, distribution
 from pathlib import Path
 
+import fresh_venv
 import nbformat
 import pytest
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
 from support import REPO_ROOT, load_hook
 
 from attnlab.bench import RESULT_NAMES
@@ -134,48 +133,6 @@ def build_wheel(tmp_path: Path) -> Path:
     return wheel
 
 
-def requirement_closure(names: tuple[str, ...]) -> list[Distribution]:
-    """The installed distributions ``names`` need, as pip would resolve them (no extras)."""
-    found: dict[str, Distribution] = {}
-    todo = list(names)
-    while todo:
-        name = canonicalize_name(todo.pop())
-        if name in found:
-            continue
-        found[name] = dist = distribution(name)
-        for line in dist.requires or []:
-            requirement = Requirement(line)
-            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
-                todo.append(requirement.name)
-    return [found[name] for name in sorted(found)]
-
-
-def provide(venv: Path, names: tuple[str, ...]) -> Path:
-    """Make ``names`` (and their dependencies) importable in ``venv``, and nothing else.
-
-    Links each distribution's top-level files (packages, modules, ``.dist-info``) into
-    one directory that a ``.pth`` file in the venv puts on ``sys.path``; copies their
-    Jupyter data files (ipykernel's kernel spec) into the venv, as pip would.
-    """
-    linked = venv / "provided"
-    linked.mkdir()
-    purelib = venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
-    for dist in requirement_closure(names):
-        site = Path(str(dist.locate_file("")))
-        for file in dist.files or []:
-            top = file.parts[0]
-            if top == ".." and "jupyter" in file.parts:  # ../../../share/jupyter/...
-                target = venv / Path(*file.parts[3:])
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(site / file, target)
-            elif top not in {"..", "__pycache__"} and not top.endswith(".pth"):
-                link = linked / top
-                if not link.exists():
-                    link.symlink_to(site / top, target_is_directory=(site / top).is_dir())
-    (purelib / "_provided.pth").write_text(f"{linked}\n", encoding="utf-8")
-    return linked
-
-
 def test_recorded_runs_resolve_as_package_data_in_a_fresh_interpreter(tmp_path: Path) -> None:
     """Outside the repository, each recorded run is found inside the package, by name;
     and ``import attnlab`` does not import matplotlib (the ``plot`` extra is optional)."""
@@ -203,9 +160,9 @@ def test_a_chapter_notebook_installs_the_wheel_and_runs_outside_the_repository(
         recorded = {name for name in archive.namelist() if name.startswith("attnlab/results/")}
     assert recorded == {f"attnlab/results/{name}.json" for name in RESULT_NAMES}
     venv = tmp_path / "venv"
-    run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=tmp_path)
+    site_packages = fresh_venv.create(venv)
     python = venv / "bin" / "python"
-    provide(venv, PROVIDED)
+    fresh_venv.provide(venv, site_packages, fresh_venv.requirement_closure(PROVIDED))
 
     work = tmp_path / "work"
     work.mkdir()
