@@ -20,8 +20,9 @@ With ``is_causal=True``, key blocks that lie entirely after a query block's last
 are never computed at all (they would only be masked away). With ``window=W`` (a causal
 sliding window, see [`sliding_window_mask`][attnlab.sliding_window_mask]) the key
 blocks entirely before a query block's window are skipped too, so the work per query
-stays bounded however long the sequence. With ``enable_gqa=True`` each group of query
-heads is computed against its shared key/value head, which is never copied.
+stays bounded however long the sequence. With ``enable_gqa=True`` the query heads that
+share a key/value head are interleaved row by row, so one matmul scores the whole group
+against one read of each key block: the keys and values are never copied per head.
 
 Shape legend: ``query (N, ..., L, E)``, ``key (N, ..., S, E)``, ``value (N, ..., S, Ev)``,
 output ``(N, ..., L, Ev)``; the batch dims ``N, ...`` broadcast. Masks follow PyTorch's
@@ -30,8 +31,9 @@ SDPA: boolean ``True`` = may attend, float masks are added to the scaled scores.
 
 from __future__ import annotations
 
-import functools
 import math
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from typing import Any, Literal, overload
 
 import torch
@@ -41,7 +43,8 @@ from torch import Tensor
 from ._validation import check_attention_args, check_bool, check_positive_int
 from .flash_tiles import (
     DEFAULT_BLOCK_SIZE,
-    block_bias,
+    Tile,
+    TileRule,
     block_scores,
     check_block_size,
     flash_visited_blocks,
@@ -51,6 +54,9 @@ from .functional import compute_dtype
 from .masks import divide_rows, row_shift
 
 __all__ = ["DEFAULT_BLOCK_SIZE", "flash_attention", "flash_visited_blocks"]
+
+LOG2_E = math.log2(math.e)
+"""``log2(e)``: ``exp(x) = 2 ** (x * log2(e))``, and ``torch.exp2`` is the faster."""
 
 
 @overload
@@ -176,10 +182,75 @@ def flash_attention(
                 "or is_causal=True with it"
             )
     output, lse = flash_kernel(
-        query, key, value, attn_mask, dropout_p, is_causal, scale, (block_q, block_k),
-        window=window, batch=batch, group=group,
-    )  # fmt: skip
+        query,
+        key,
+        value,
+        attn_mask,
+        dropout_p,
+        is_causal,
+        scale,
+        (block_q, block_k),
+        window=window,
+        batch=batch,
+        group=group,
+    )
     return (output, lse) if return_lse else output
+
+
+@dataclass(frozen=True, eq=False)
+class FlashCall:
+    """One call of flash attention's kernels: its tensors, in the kernels' layout, and how.
+
+    The layout folds every batch and head dim into one dim of ``n`` key/value heads and
+    interleaves, row by row, the ``group`` query heads that share a key/value head:
+    query row ``r`` is position ``r // group`` of head ``r % group``. A tile's rows then
+    hold every head of the group at the same positions, and one matmul scores them all
+    against one read of a key block; keys and values are never copied per query head.
+    Without grouped-query attention ``group`` is 1 and the rows are the positions.
+
+    Attributes:
+        q: Queries, ``(n, L * group, E)``.
+        k: Keys, ``(n, S, E)``.
+        v: Values, ``(n, S, Ev)``.
+        rule: What hides keys inside a tile: the causal rule, a window or a mask.
+        scale: Multiplier of the scores.
+        block_q: Query positions per tile (``block_q * group`` rows).
+        block_k: Keys per tile.
+    """
+
+    q: Tensor
+    k: Tensor
+    v: Tensor
+    rule: TileRule
+    scale: float
+    block_q: int
+    block_k: int
+
+    @property
+    def L(self) -> int:  # noqa: N802 (the shape legend's name)
+        """Number of query positions."""
+        return self.q.shape[-2] // self.rule.group
+
+    @property
+    def S(self) -> int:  # noqa: N802
+        """Number of keys."""
+        return self.k.shape[-2]
+
+    def rows(self, i0: int, i1: int) -> slice:
+        """The rows of query positions ``i0:i1``, every head of the group."""
+        return slice(i0 * self.rule.group, i1 * self.rule.group)
+
+    def query_blocks(self) -> Iterator[tuple[int, int]]:
+        """``(i0, i1)`` of every block of query positions, in order."""
+        for i0 in range(0, self.L, self.block_q):
+            yield i0, min(i0 + self.block_q, self.L)
+
+    def tiles(self, i0: int, i1: int) -> Iterator[Tile]:
+        """The tiles of query positions ``i0:i1`` that are computed: the rest are skipped."""
+        rule = self.rule
+        start, end = key_range(i0, i1, self.L, self.S, rule.is_causal, rule.window, self.block_k)
+        for j0 in range(start, end, self.block_k):
+            yield Tile(i0, i1, j0, min(j0 + self.block_k, end))
 
 
 def flash_kernel(
@@ -200,68 +271,81 @@ def flash_kernel(
 
     ``batch`` is the broadcast batch shape and ``group`` the query heads per key/value
     head (``1`` without grouped-query attention), as the checks return them. Returns
-    ``(output, lse)``; the package's other entry points (``attend``, ring attention)
-    call it after checking their own arguments once.
+    ``(output, lse)``; the package's other entry points (ring attention) call it after
+    checking their own arguments once.
     """
     dtype = query.dtype
-    block_q, block_k = block_size
     L, E = query.shape[-2:]
-    S, Ev = value.shape[-2:]
-    scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
-    kv_batch = (*batch[:-1], batch[-1] // group) if group > 1 else batch
-    n = math.prod(kv_batch)
     # float16/bfloat16: scores, softmax and accumulation in float32, as PyTorch's kernels
     compute = compute_dtype(dtype)
-    query, key, value = query.to(compute), key.to(compute), value.to(compute)
     if attn_mask is not None and attn_mask.dtype != torch.bool:
         attn_mask = attn_mask.to(compute)
-    # (N, ..., H, L, E) -> (n, group, L, E): query head h = kv head * group + g;
-    # key and value (N, ..., Hkv, S, E) -> (n, S, E): one flat batch dim
-    q = query.expand(*batch, L, E).reshape(n, group, L, E)
-    k = key.expand(*kv_batch, S, E).reshape(n, S, E)
-    v = value.expand(*kv_batch, S, Ev).reshape(n, S, Ev)
-    mask = None
-    if attn_mask is not None:  # a view, no copy: (N, ..., Hkv, group, L, S)
-        mask = attn_mask.expand(*batch, L, S)
-        if group > 1:
-            mask = mask.view(*batch[:-1], batch[-1] // group, group, L, S)
-
+    q, k, v, mask = _kernel_layout(
+        query.to(compute), key.to(compute), value.to(compute), attn_mask, batch, group
+    )
+    rule = TileRule(is_causal, window, offset=k.shape[-2] - L, group=group, mask=mask)
+    scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
+    call = FlashCall(q, k, v, rule, scale, *block_size)
     needs_grad = torch.is_grad_enabled() and (
         query.requires_grad or key.requires_grad or value.requires_grad
     )
-    outputs: list[Tensor] = []
-    lses: list[Tensor] = []
-    for g in range(group):  # each query head of a group against the shared kv head
-        mask_g = None if mask is None else (mask[..., g, :, :] if group > 1 else mask)
-        q_g = q[:, g]  # (n, L, E)
-        if q.is_meta:  # shapes only: nothing to compute
-            output, lse = q.new_empty(n, L, Ev), q.new_empty(n, L)
-        elif n == 0 or L == 0 or S == 0:
-            output, lse = q.new_zeros(n, L, Ev), q.new_full((n, L), float("-inf"))
-        elif (
-            mask_g is None
-            and dropout_p == 0.0
-            and not needs_grad
-            and window is None
-            and (
-                not torch.compiler.is_compiling()  # its reused buffers and its overflow check
-            )
-        ):  # would break torch.compile's graph: compiled, the rescaling algorithm runs
-            output, lse = _flash_fast(q_g, k, v, is_causal, scale, block_q, block_k)
-        elif dropout_p == 0.0 and not (mask_g is not None and mask_g.requires_grad):
-            output, lse = _FlashAttentionFunction.apply(  # type: ignore[no-untyped-call]
-                q_g, k, v, mask_g, is_causal, window, scale, block_q, block_k
-            )
-        else:
-            output, lse = _flash_rescaling(
-                q_g, k, v, mask_g, dropout_p, is_causal, window, scale, block_q, block_k
-            )
-        outputs.append(output)
-        lses.append(lse)
-    if group > 1:  # group x (n, L, Ev) -> (n, group, L, Ev); lse: (n, group, L)
-        output, lse = torch.stack(outputs, dim=1), torch.stack(lses, dim=1)
-    # -> (N, ..., L, Ev) and (N, ..., L)
-    return output.reshape(*batch, L, Ev).to(dtype), lse.reshape(*batch, L)
+    output, lse = _run_kernel(call, dropout_p, needs_grad)
+    # (n, L * group, Ev) -> (n, L, group, Ev) -> (n, group, L, Ev) -> (N, ..., L, Ev)
+    n, Ev = output.shape[0], output.shape[-1]
+    output = output.view(n, L, group, Ev).transpose(1, 2).reshape(*batch, L, Ev)
+    lse = lse.view(n, L, group).transpose(1, 2).reshape(*batch, L)
+    return output.to(dtype), lse
+
+
+def _kernel_layout(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None,
+    batch: tuple[int, ...],
+    group: int,
+) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+    """Query, key, value and mask in the kernels' layout (see ``FlashCall``)."""
+    L, E = query.shape[-2:]
+    S, Ev = value.shape[-2:]
+    kv_batch = (*batch[:-1], batch[-1] // group) if group > 1 else batch
+    n = math.prod(kv_batch)
+    # (N, ..., Hkv * group, L, E) -> (n, group, L, E) -> (n, L * group, E): the group's
+    # heads interleaved row by row (a copy only when group > 1)
+    q = query.expand(*batch, L, E).reshape(n, group, L, E).transpose(1, 2)
+    q = q.reshape(n, L * group, E)
+    k = key.expand(*kv_batch, S, E).reshape(n, S, E)  # (N, ..., Hkv, S, E) -> (n, S, E)
+    v = value.expand(*kv_batch, S, Ev).reshape(n, S, Ev)
+    if attn_mask is None:
+        return q, k, v, None
+    # a view, no copy: (N, ..., Hkv * group, L, S) -> (N, ..., Hkv, L, group, S)
+    mask = attn_mask.expand(*batch, L, S).view(*kv_batch, group, L, S).transpose(-3, -2)
+    return q, k, v, mask
+
+
+def _run_kernel(call: FlashCall, dropout_p: float, needs_grad: bool) -> tuple[Tensor, Tensor]:
+    """Output ``(n, L * group, Ev)`` and lse ``(n, L * group)`` by the fitting path."""
+    q, v, mask = call.q, call.v, call.rule.mask
+    n, R = q.shape[:2]
+    if q.is_meta:  # shapes only: nothing to compute
+        return q.new_empty(n, R, v.shape[-1]), q.new_empty(n, R)
+    if n == 0 or R == 0 or call.S == 0:
+        return q.new_zeros(n, R, v.shape[-1]), q.new_full((n, R), float("-inf"))
+    if (
+        mask is None
+        and dropout_p == 0.0
+        and not needs_grad
+        and call.rule.window is None
+        # compiled, the rescaling algorithm runs: the fast path's overflow check
+        and not torch.compiler.is_compiling()  # would break torch.compile's graph
+    ):
+        return _flash_fast(call)
+    if dropout_p == 0.0 and not (mask is not None and mask.requires_grad):
+        output, lse = _FlashAttentionFunction.apply(  # type: ignore[no-untyped-call]
+            call.q, call.k, call.v, call
+        )
+        return output, lse
+    return _flash_rescaling(call, dropout_p)
 
 
 class _FlashAttentionFunction(torch.autograd.Function):
@@ -274,192 +358,117 @@ class _FlashAttentionFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(
-        ctx: Any,
-        q: Tensor,
-        k: Tensor,
-        v: Tensor,
-        mask: Tensor | None,
-        is_causal: bool,
-        window: int | None,
-        scale: float,
-        block_q: int,
-        block_k: int,
+        ctx: Any, q: Tensor, k: Tensor, v: Tensor, call: FlashCall
     ) -> tuple[Tensor, Tensor]:
-        if mask is None and window is None and not torch.compiler.is_compiling():
-            output, lse = _flash_fast(q, k, v, is_causal, scale, block_q, block_k)
+        call = replace(call, q=q, k=k, v=v)
+        rule = call.rule
+        if rule.mask is None and rule.window is None and not torch.compiler.is_compiling():
+            output, lse = _flash_fast(call)
         else:
-            output, lse = _flash_rescaling(
-                q, k, v, mask, 0.0, is_causal, window, scale, block_q, block_k
-            )
-        ctx.save_for_backward(q, k, v, mask, output, lse)
-        ctx.config = (is_causal, window, scale, block_q, block_k)
+            output, lse = _flash_rescaling(call, 0.0)
+        ctx.save_for_backward(q, k, v, output, lse)
+        ctx.call = call
         return output, lse
 
     @staticmethod
     def backward(
         ctx: Any, grad_output: Tensor, grad_lse: Tensor | None
     ) -> tuple[Tensor | None, ...]:
-        q, k, v, mask, output, lse = ctx.saved_tensors
-        is_causal, window, scale, block_q, block_k = ctx.config
-        grads = flash_backward(
-            q,
-            k,
-            v,
-            mask,
-            output,
-            lse,
-            grad_output,
-            grad_lse,
-            is_causal,
-            window,
-            scale,
-            block_q,
-            block_k,
-        )
-        return (*grads, None, None, None, None, None, None)
+        q, k, v, output, lse = ctx.saved_tensors
+        call = replace(ctx.call, q=q, k=k, v=v)
+        return (*flash_backward(call, output, lse, grad_output, grad_lse), None)
 
 
 def flash_backward(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    mask: Tensor | None,
+    call: FlashCall,
     output: Tensor,
     lse: Tensor,
     grad_output: Tensor,
-    grad_lse: Tensor | None,
-    is_causal: bool,
-    window: int | None,
-    scale: float,
-    block_q: int,
-    block_k: int,
+    grad_lse: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """dQ, dK, dV block by block, recomputing each block's weights from the lse.
+    """dQ, dK, dV tile by tile, recomputing each tile's weights from the lse.
 
-    Two extra columns save two passes over every block, as in ``_flash_fast``:
+    Two extra columns save two passes over every tile, as in ``_flash_fast``:
     ``[q * scale, -lse]`` against ``[k, 1]`` gives ``S - lse`` in one matmul (then
     ``P = exp(S - lse)`` in place), and ``[dO, -D]`` against ``[v, 1]`` gives
-    ``dP - D``. Blocks of scores live in two reused buffers; nothing here is tracked
-    by autograd, so every step runs in place.
+    ``dP - D``. Tiles of scores live in two reused buffers; nothing here is tracked
+    by autograd, so every step runs in place. A tile holds every query head of a
+    group, so dK and dV sum over the group as they accumulate.
 
-    Shapes: ``q (n, L, E)``, ``k (n, S, E)``, ``v (n, S, Ev)``, ``output`` and
-    ``grad_output (n, L, Ev)``, ``lse`` and ``grad_lse (n, L)``;
-    returns tensors shaped like q, k, v.
+    Shapes: ``output`` and ``grad_output (n, L * group, Ev)``, ``lse`` and
+    ``grad_lse (n, L * group)``, ``call`` as in ``FlashCall``; returns tensors shaped
+    like ``call.q``, ``call.k``, ``call.v``.
     """
-    n, L, E = q.shape
+    q, k, v = call.q, call.k, call.v
+    n, R, E = q.shape
     S, Ev = v.shape[-2:]
-    grad_q, grad_k, grad_v = q.new_zeros(n, L, E), k.new_zeros(n, S, E), v.new_zeros(n, S, Ev)
-    # D = rowsum(dO * O): the weighted mean of dP over each row, (n, L). A gradient
+    grad_q, grad_k, grad_v = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    # D = rowsum(dO * O): the weighted mean of dP over each row, (n, R). A gradient
     # reaching the log-sum-exp adds dlse * P to dS (d lse / d S = P), so it enters as -D.
     row_dot = torch.linalg.vecdot(grad_output, output)
     if grad_lse is not None:
         row_dot.sub_(grad_lse)
     # Rows with nothing to attend to have lse = -inf; shifting by 0 makes their P = 0.
     shift = row_shift(lse)
-    queries_ext = torch.cat([q * scale, -shift.unsqueeze(-1)], dim=-1)  # (n, L, E + 1)
-    grad_out_ext = torch.cat([grad_output, -row_dot.unsqueeze(-1)], dim=-1)  # (n, L, Ev + 1)
+    queries_ext = torch.cat([q * call.scale, -shift.unsqueeze(-1)], dim=-1)  # (n, R, E + 1)
+    grad_out_ext = torch.cat([grad_output, -row_dot.unsqueeze(-1)], dim=-1)  # (n, R, Ev + 1)
     keys_ext = torch.cat([k, k.new_ones(n, S, 1)], dim=-1)  # (n, S, E + 1)
     values_ext = torch.cat([v, v.new_ones(n, S, 1)], dim=-1)  # (n, S, Ev + 1)
-    size = n * min(block_q, L) * min(block_k, S)
+    size = n * min(call.block_q * call.rule.group, R) * min(call.block_k, S)
     weights_buf, grad_buf = q.new_empty(size), q.new_empty(size)
-    scores_of = functools.partial(
-        block_scores, mask=mask, is_causal=is_causal, window=window, offset=S - L, cache={}
-    )
-    for i0 in range(0, L, block_q):
-        i1 = min(i0 + block_q, L)
-        queries = queries_ext[:, i0:i1]  # (n, Bq, E + 1): [q * scale, -lse]
-        grad_out_block = grad_out_ext[:, i0:i1]  # (n, Bq, Ev + 1): [dO, -D]
-        grad_q_block = grad_q[:, i0:i1]
-        start, end = key_range(i0, i1, L, S, is_causal, window, block_k)
-        for j0 in range(start, end, block_k):
-            j1 = min(j0 + block_k, end)
-            shape = (n, i1 - i0, j1 - j0)
+    for i0, i1 in call.query_blocks():
+        rows = call.rows(i0, i1)
+        queries = queries_ext[:, rows]  # (n, Bq * group, E + 1): [q * scale, -lse]
+        grad_out_block = grad_out_ext[:, rows]  # (n, Bq * group, Ev + 1): [dO, -D]
+        grad_q_block = grad_q[:, rows]
+        for tile in call.tiles(i0, i1):
+            keys = slice(tile.j0, tile.j1)
+            shape = (n, queries.shape[1], tile.j1 - tile.j0)
             attn_weights = weights_buf[: math.prod(shape)].view(shape)
-            scores_of(queries, keys_ext, i0=i0, i1=i1, j0=j0, j1=j1, out=attn_weights)
-            attn_weights.exp_()  # P = exp(S - lse): (n, Bq, Bk)
-            grad_v[:, j0:j1].baddbmm_(attn_weights.transpose(-2, -1), grad_out_block[..., :Ev])
+            block_scores(queries, keys_ext, tile, call.rule, out=attn_weights)
+            attn_weights.exp_()  # P = exp(S - lse): (n, Bq * group, Bk)
+            grad_v[:, keys].baddbmm_(attn_weights.transpose(-2, -1), grad_out_block[..., :Ev])
             grad_scores = grad_buf[: math.prod(shape)].view(shape)
-            torch.bmm(grad_out_block, values_ext[:, j0:j1].transpose(-2, -1), out=grad_scores)
+            torch.bmm(grad_out_block, values_ext[:, keys].transpose(-2, -1), out=grad_scores)
             grad_scores.mul_(attn_weights)  # dS = P * (dP - D)
-            grad_q_block.baddbmm_(grad_scores, k[:, j0:j1], alpha=scale)
-            grad_k[:, j0:j1].baddbmm_(grad_scores.transpose(-2, -1), queries[..., :E])
+            grad_q_block.baddbmm_(grad_scores, k[:, keys], alpha=call.scale)
+            grad_k[:, keys].baddbmm_(grad_scores.transpose(-2, -1), queries[..., :E])
     return grad_q, grad_k, grad_v
 
 
-def _flash_rescaling(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    mask: Tensor | None,
-    dropout_p: float,
-    is_causal: bool,
-    window: int | None,
-    scale: float,
-    block_q: int,
-    block_k: int,
-) -> tuple[Tensor, Tensor]:
+def _flash_rescaling(call: FlashCall, dropout_p: float) -> tuple[Tensor, Tensor]:
     """The textbook algorithm, every query block; out-of-place, so autograd works."""
-    L = q.shape[-2]
-    outputs: list[Tensor] = []
-    lses: list[Tensor] = []
-    for i0 in range(0, L, block_q):
-        output, lse = _query_block_rescaling(
-            q,
-            k,
-            v,
-            mask,
-            dropout_p,
-            is_causal,
-            window,
-            scale,
-            i0,
-            min(i0 + block_q, L),
-            block_k,
-        )
-        outputs.append(output)
-        lses.append(lse)
+    blocks = [_query_block_rescaling(call, i0, i1, dropout_p) for i0, i1 in call.query_blocks()]
+    outputs, lses = zip(*blocks, strict=True)
     return torch.cat(outputs, dim=-2), torch.cat(lses, dim=-1)
 
 
 def _query_block_rescaling(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    mask: Tensor | None,
-    dropout_p: float,
-    is_causal: bool,
-    window: int | None,
-    scale: float,
-    i0: int,
-    i1: int,
-    block_k: int,
+    call: FlashCall, i0: int, i1: int, dropout_p: float = 0.0
 ) -> tuple[Tensor, Tensor]:
-    """Output rows ``i0:i1`` with the running max, running sum and rescaling.
+    """Output rows of positions ``i0:i1`` with the running max, running sum and rescaling.
 
-    Shapes: ``q (n, L, E)``, ``k (n, S, E)``, ``v (n, S, Ev)``, ``mask (N, ..., L, S)``;
-    returns the output ``(n, i1 - i0, Ev)`` and the log-sum-exp ``(n, i1 - i0)``.
+    Returns the output ``(n, Bq * group, Ev)`` and the log-sum-exp ``(n, Bq * group)``.
     """
-    n, S, Ev = v.shape
-    L = q.shape[-2]
-    queries = q[:, i0:i1] * scale  # (n, Bq, E)
+    q, k, v = call.q, call.k, call.v
+    queries = q[:, call.rows(i0, i1)] * call.scale  # (n, Bq * group, E)
+    n, rows = queries.shape[:2]
     neg_inf = torch.tensor(float("-inf"), dtype=q.dtype, device=q.device)
-    row_max = neg_inf.expand(n, i1 - i0, 1)  # m: the largest score seen so far
-    row_sum = q.new_zeros(n, i1 - i0, 1)  # l: the sum of exp(score - m) so far
-    acc = q.new_zeros(n, i1 - i0, Ev)  # the output, not yet divided by l
-    start, end = key_range(i0, i1, L, S, is_causal, window, block_k)
-    for j0 in range(start, end, block_k):
-        j1 = min(j0 + block_k, end)
-        attn_scores = block_scores(queries, k, mask, is_causal, i0, i1, j0, j1, window, S - L)
+    row_max = neg_inf.expand(n, rows, 1)  # m: the largest score seen so far
+    row_sum = q.new_zeros(n, rows, 1)  # l: the sum of exp(score - m) so far
+    acc = q.new_zeros(n, rows, v.shape[-1])  # the output, not yet divided by l
+    for tile in call.tiles(i0, i1):
+        attn_scores = block_scores(queries, k, tile, call.rule)  # (n, Bq * group, Bk)
         new_max = torch.maximum(row_max, attn_scores.amax(dim=-1, keepdim=True))
         # A row masked everywhere so far has new_max = -inf; shift it by 0 instead,
         # so that exp(-inf - 0) = 0 rather than exp(-inf - (-inf)) = nan.
         shift = row_shift(new_max)
-        weights = torch.exp(attn_scores - shift)  # (n, Bq, Bk), unnormalised
-        correction = torch.exp(row_max - shift)  # (n, Bq, 1): rescales the old sums
+        weights = torch.exp(attn_scores - shift)  # (n, Bq * group, Bk), unnormalised
+        correction = torch.exp(row_max - shift)  # (n, Bq * group, 1): rescales the old sums
         row_sum = row_sum * correction + weights.sum(dim=-1, keepdim=True)
         if dropout_p > 0.0:
             weights = F.dropout(weights, p=dropout_p, training=True)
-        acc = acc * correction + weights @ v[:, j0:j1]  # (n, Bq, Ev)
+        acc = acc * correction + weights @ v[:, tile.j0 : tile.j1]  # (n, Bq * group, Ev)
         row_max = new_max
     output = divide_rows(acc, row_sum)  # rows with nothing to attend to: zeros, not 0 / 0
     shift = row_shift(row_max)
@@ -467,18 +476,10 @@ def _query_block_rescaling(
     return output, lse
 
 
-def _flash_fast(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    is_causal: bool,
-    scale: float,
-    block_q: int,
-    block_k: int,
-) -> tuple[Tensor, Tensor]:
-    """No mask, no dropout, no gradients: the same algorithm with fewer passes.
+def _flash_fast(call: FlashCall) -> tuple[Tensor, Tensor]:
+    """No mask, window, dropout or gradients: the same algorithm with fewer passes.
 
-    Three tricks, each exact:
+    Four tricks, each exact up to rounding:
 
     * each row's reference maximum ``m`` is its score with key 0 (which every row may
       see), fixed for the whole row, so nothing is ever rescaled; since ``m`` is at
@@ -486,49 +487,59 @@ def _flash_fast(
       to an all-zero row;
     * ``-m`` rides along as an extra column of the queries, against a column of ones
       in the keys, so one matmul returns ``score - m``;
-    * a column of ones in the values makes the second matmul also return ``l``.
+    * a column of ones in the values makes the second matmul also return ``l``; that
+      matmul runs transposed, ``[v, 1]^T @ p^T``, which MKL computes faster with the
+      odd width ``Ev + 1`` as rows than as columns;
+    * the scores are computed in base 2, ``s * log2(e)`` (the factor folded into the
+      queries' scale), so ``2 ** (.)`` gives the same weights as ``exp(s - m)``:
+      ``torch.exp2`` is several times faster than ``torch.exp`` on a CPU (the trick of
+      FlashAttention-2's kernels).
 
-    If a row's scores rise so far above its first score that ``exp`` overflows, its
-    query block is recomputed by the rescaling algorithm.
+    Each step is one large operation over every head of the tile, and everything done
+    once per row (the scale, ``m``, the division by ``l``, the log-sum-exp, the
+    overflow check) is done once for all rows: few, large parallel regions, which a
+    busy neighbour on the cores slows down far less than many small ones. If a row's
+    scores rise so far above its first score that ``exp`` overflows, its query block
+    is recomputed by the rescaling algorithm.
     """
-    n, L, E = q.shape
+    q, k, v = call.q, call.k, call.v
+    n, R, E = q.shape
     S, Ev = v.shape[-2:]
     keys_ext = torch.cat([k, k.new_ones(n, S, 1)], dim=-1)  # (n, S, E + 1): [k, 1]
     values_ext = torch.cat([v, v.new_ones(n, S, 1)], dim=-1)  # (n, S, Ev + 1): [v, 1]
-    output = q.new_empty(n, L, Ev)
-    lse = q.new_empty(n, L)
-    # Reused buffers: fresh allocations for every block would cost page faults.
-    scores_buf = q.new_empty(n * min(block_q, L) * min(block_k, S))
-    queries_buf = q.new_empty(n * min(block_q, L) * (E + 1))
-    acc_buf = q.new_empty(n * min(block_q, L) * (Ev + 1))
-    biases: dict[tuple[int, ...], Tensor] = {}  # one causal bias per block shape
-    for i0 in range(0, L, block_q):
-        i1 = min(i0 + block_q, L)
-        rows = i1 - i0
-        queries = queries_buf[: n * rows * (E + 1)].view(n, rows, E + 1)  # [q * scale, -m]
-        torch.mul(q[:, i0:i1], scale, out=queries[..., :E])
-        torch.bmm(queries[..., :E], k[:, :1].transpose(-2, -1), out=queries[..., E:])
-        queries[..., E:].neg_()
-        acc = acc_buf[: n * rows * (Ev + 1)].view(n, rows, Ev + 1)  # [sum p v, sum p]
-        _, end = key_range(i0, i1, L, S, is_causal, None, block_k)
-        for j0 in range(0, end, block_k):
-            j1 = min(j0 + block_k, end)
-            shifted = scores_buf[: n * rows * (j1 - j0)].view(n, rows, j1 - j0)
-            torch.bmm(queries, keys_ext[:, j0:j1].transpose(-2, -1), out=shifted)  # s - m
-            bias = block_bias(i0, i1, j0, j1, is_causal, None, 0, shifted, biases)
-            if bias is not None:  # a causal block that reaches above the diagonal
-                shifted.add_(bias)
-            shifted.exp_()  # (n, Bq, Bk), unnormalised weights
-            if j0 == 0:
-                torch.bmm(shifted, values_ext[:, j0:j1], out=acc)
+    queries = q.new_empty(n, R, E + 1)  # (n, R, E + 1): [q * scale * log2(e), -m]
+    torch.mul(q, call.scale * LOG2_E, out=queries[..., :E])  # base 2: s * log2(e)
+    torch.bmm(queries[..., :E], -k[:, :1].transpose(-2, -1), out=queries[..., E:])
+    # One reused buffer for the tiles: fresh allocations would cost page faults.
+    scores_buf = q.new_empty(n * min(call.block_q * call.rule.group, R) * min(call.block_k, S))
+    accs: list[Tensor] = []  # per query block, (n, Ev + 1, Bq * group): [sum p v, sum p]^T
+    for i0, i1 in call.query_blocks():
+        block_queries = queries[:, call.rows(i0, i1)]  # (n, Bq * group, E + 1)
+        for tile in call.tiles(i0, i1):  # the first tile starts at key 0: every row sees it
+            shape = (n, block_queries.shape[1], tile.j1 - tile.j0)
+            shifted = scores_buf[: math.prod(shape)].view(shape)
+            block_scores(block_queries, keys_ext, tile, call.rule, out=shifted)  # s - m
+            shifted.exp2_()  # (n, Bq * group, Bk), unnormalised weights exp(s - m)
+            # (n, Ev + 1, Bk) @ (n, Bk, Bq * group): the weighted values, transposed
+            values_t = values_ext[:, tile.j0 : tile.j1].transpose(-2, -1)
+            if tile.j0 == 0:
+                accs.append(torch.bmm(values_t, shifted.transpose(-2, -1)))
             else:
-                acc.baddbmm_(shifted, values_ext[:, j0:j1])
-        if bool(torch.isfinite(acc).all()):
-            row_sum = acc[..., Ev:]  # (n, Bq, 1)
-            torch.div(acc[..., :Ev], row_sum, out=output[:, i0:i1])
-            lse[:, i0:i1] = (torch.log(row_sum) - queries[..., E:]).squeeze(-1)
-        else:  # exp overflowed somewhere in this block of rows: redo it with rescaling
-            output[:, i0:i1], lse[:, i0:i1] = _query_block_rescaling(
-                q, k, v, None, 0.0, is_causal, None, scale, i0, i1, block_k
-            )
+                accs[-1].baddbmm_(values_t, shifted.transpose(-2, -1))
+    acc_t = torch.cat(accs, dim=-1)  # (n, Ev + 1, R)
+    row_sum = acc_t[:, Ev:]  # (n, 1, R)
+    output = q.new_empty(n, R, Ev)
+    torch.div(acc_t[:, :Ev].transpose(-2, -1), row_sum.transpose(-2, -1), out=output)
+    lse = torch.log(acc_t[:, Ev]) - queries[..., E] / LOG2_E  # (n, R): log l + m
+    if not _all_finite(acc_t):  # exp overflowed somewhere: redo those blocks, rescaling
+        for i0, i1 in call.query_blocks():
+            rows = call.rows(i0, i1)
+            if not _all_finite(acc_t[..., rows]):
+                output[:, rows], lse[:, rows] = _query_block_rescaling(call, i0, i1)
     return output, lse
+
+
+def _all_finite(x: Tensor) -> bool:
+    """Whether no element is inf or nan: one reduction, not an elementwise pass."""
+    low, high = torch.aminmax(x)
+    return math.isfinite(low.item()) and math.isfinite(high.item())

@@ -33,7 +33,8 @@ import torch.distributed as dist
 from torch import Tensor
 
 from ._validation import check_attention_args, format_shape
-from .flash import DEFAULT_BLOCK_SIZE, flash_backward, flash_kernel
+from .flash import DEFAULT_BLOCK_SIZE, FlashCall, flash_backward, flash_kernel
+from .flash_tiles import TileRule
 from .launch import run_local
 from .masks import row_shift
 
@@ -323,9 +324,18 @@ def _ring_forward(
                 continue
             k_chunk, v_chunk = key_chunks[j]
             out, lse = flash_kernel(
-                query_chunks[i], k_chunk, v_chunk, None, 0.0, kind == "diagonal", None,
-                DEFAULT_BLOCK_SIZE, window=None, batch=batch, group=1,
-            )  # fmt: skip
+                query_chunks[i],
+                k_chunk,
+                v_chunk,
+                attn_mask=None,
+                dropout_p=0.0,
+                is_causal=kind == "diagonal",
+                scale=None,
+                block_size=DEFAULT_BLOCK_SIZE,
+                window=None,
+                batch=batch,
+                group=1,
+            )
             if i in merged:
                 out = merge_partials(merged[i][..., :-1], merged[i][..., -1], out, lse)
                 merged[i] = out
@@ -413,10 +423,9 @@ def _ring_backward(
             if kind == "skip":
                 continue
             qs, ks = slice(rows[i], rows[i] + size), slice(key_rows[j], key_rows[j] + size)
-            dq, dk, dv = flash_backward(
-                q[:, qs], keys[:, ks], values[:, ks], None, o[:, qs], lse_flat[:, qs],
-                grad_o[:, qs], None, kind == "diagonal", None, scale, *DEFAULT_BLOCK_SIZE,
-            )  # fmt: skip
+            rule = TileRule(is_causal=kind == "diagonal")
+            call = FlashCall(q[:, qs], keys[:, ks], values[:, ks], rule, scale, *DEFAULT_BLOCK_SIZE)
+            dq, dk, dv = flash_backward(call, o[:, qs], lse_flat[:, qs], grad_o[:, qs])
             grad_q[:, qs] += dq
             grad_keys[:, ks] += dk
             grad_values[:, ks] += dv

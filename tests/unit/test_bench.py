@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,8 @@ from attnlab.bench import (
     results_file,
 )
 from attnlab.bench.__main__ import parse_args
+from attnlab.bench.flash_steady import CONDITIONS, busy_neighbour
+from attnlab.bench.window import WINDOW_BLOCK_SIZE
 from attnlab.plot import plot_decode, plot_sweep, plot_window
 
 
@@ -111,7 +114,8 @@ def test_command_line_chooses_runs() -> None:
 def test_one_table_names_every_suite_its_flag_and_its_recorded_file() -> None:
     """SUITES is the one list of runs: the flags, --all and the recorded names follow it."""
     assert tuple(SUITES) == RESULT_NAMES == (
-        "forward", "backward", "ring", "decode", "gqa", "window", "llm", "streaming", "live"
+        "forward", "flash", "backward", "ring", "decode", "gqa",
+        "window", "llm", "streaming", "live",
     )  # fmt: skip
     for name, suite in SUITES.items():
         assert parse_args([f"--{name}"])[0] == [name]
@@ -158,6 +162,53 @@ def test_plot_sweep_rejects_an_unknown_metric() -> None:
         plot_sweep(load_results(), "speed")
 
 
+# ------------------------------------------- flash against SDPA, quiet and beside a neighbour
+
+FLASH_CASES = {(name, causal) for name in ("multi-head", "grouped") for causal in (False, True)}
+
+
+def _check_flash(results: dict[str, Any], T: int) -> None:
+    """Both conditions, every case, well-formed times and ratios, the load noted."""
+    config = results["config"]
+    assert (config["T"], config["heads"], config["kv_heads"]) == (T, 12, 4)
+    assert results["machine"]["torch_threads"] == 2
+    assert tuple(results["conditions"]) == CONDITIONS == ("quiet", "busy_neighbour")
+    assert set(results["goals"]) == set(CONDITIONS)
+    for run in results["conditions"].values():
+        assert math.isfinite(run["load_average_1min"])
+        assert {(case["name"], case["causal"]) for case in run["cases"]} == FLASH_CASES
+        for case in run["cases"]:
+            assert _positive(case["flash_ms"]) and _positive(case["sdpa_ms"])
+            assert _positive(case["flash_over_sdpa"])
+            assert case["kv_heads"] == (12 if case["name"] == "multi-head" else 4)
+
+
+@pytest.mark.long
+def test_quick_flash_run_writes_both_conditions(tmp_path: Path) -> None:
+    """`python -m attnlab.bench --quick --flash` times flash and SDPA quiet and beside a
+    busy neighbour, multi-head and grouped, and writes DIR/flash.json."""
+    assert _bench(tmp_path, "--flash").splitlines() == [f"wrote {tmp_path / 'flash.json'}"]
+    results = load_results(tmp_path / "flash.json")
+    assert results["quick"] is True
+    _check_flash(results, 64)
+
+
+def test_busy_neighbour_works_pinned_and_is_stopped() -> None:
+    """The neighbour process runs pinned to CPU 0 while the block runs, and not after."""
+    with busy_neighbour(seconds=60) as proc:
+        assert proc.poll() is None
+        if hasattr(os, "sched_getaffinity"):
+            assert os.sched_getaffinity(proc.pid) == {0}
+    assert proc.poll() is not None
+
+
+def test_recorded_flash_run_is_the_full_one() -> None:
+    """The recorded flash run the chapter reads: T = 4096, both conditions, every case."""
+    results = load_results("flash")
+    assert results["quick"] is False
+    _check_flash(results, 4096)
+
+
 # ---------------------------------------------------------------- the recorded runs
 
 
@@ -176,9 +227,9 @@ def test_every_recorded_run_ships_inside_the_package() -> None:
 
 def test_load_results_names_what_it_accepts() -> None:
     """An unknown name (or a missing file) is refused, naming the recorded runs."""
-    with pytest.raises(ValueError, match="source must be one of forward, backward, ring"):
+    with pytest.raises(ValueError, match="source must be one of forward, flash, backward, ring"):
         load_results("decoding")
-    with pytest.raises(ValueError, match="name must be one of forward, backward, ring"):
+    with pytest.raises(ValueError, match="name must be one of forward, flash, backward, ring"):
         results_file("benchmark-results")
 
 
@@ -247,7 +298,7 @@ def test_recorded_window_run_is_the_full_one() -> None:
         causal = row["method"] == "causal"
         window = None if causal else 256
         assert row["blocks"] == len(
-            flash_visited_blocks(row["T"], row["T"], is_causal=causal, window=window)
+            flash_visited_blocks(row["T"], row["T"], WINDOW_BLOCK_SIZE, causal, window)
         )
 
 

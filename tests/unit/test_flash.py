@@ -5,9 +5,15 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
 
 import attnlab
-from attnlab import flash_attention, scaled_dot_product_attention, sliding_window_mask
+from attnlab import (
+    flash_attention,
+    flash_visited_blocks,
+    scaled_dot_product_attention,
+    sliding_window_mask,
+)
 from attnlab.backends import attend
 
 TOL = {torch.float32: 1e-5, torch.float64: 1e-10}
@@ -58,7 +64,7 @@ def test_equals_explicit_and_torch_sdpa(
 
 
 def test_default_block_sizes_on_a_long_sequence() -> None:
-    """With the default blocks (256, 512), several blocks of both kinds are used and agree."""
+    """With the default blocks (512, 1024), several blocks of both kinds are used and agree."""
     q, k, v = _inputs((1, 3), 700, 1100, 16, 16, torch.float32)
     for causal in (False, True):
         with torch.no_grad():
@@ -274,3 +280,60 @@ def test_flash_window_equals_masked_and_torch(
     ours = flash_attention(q, k, v, window=window, block_size=block)
     torch.testing.assert_close(ours, expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(ours, scaled_dot_product_attention(q, k, v, mask))
+
+
+class _CountTileOps(TorchFunctionMode):
+    """Counts the batched matmuls (bmm, baddbmm_) and exponentials called inside it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.matmuls = 0
+        self.exponentials = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        name = getattr(func, "__name__", "")
+        self.matmuls += name in ("bmm", "baddbmm_")
+        self.exponentials += name in ("exp", "exp_", "exp2", "exp2_")
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("group", [1, 3])
+def test_fast_path_scores_a_whole_group_per_tile(causal: bool, group: int) -> None:
+    """Without gradients, each visited tile is two batched matmuls and one exponential
+    for every head at once (one more matmul fixes the reference maximum), whatever the
+    grouped-query group: the group's query heads share one read of each key/value
+    block, and the output is SDPA's."""
+    gen = torch.Generator().manual_seed(group)
+    B, Hkv, L, S, E = 2, 2, 37, 45, 8
+    q = torch.randn(B, Hkv * group, L, E, generator=gen)
+    k, v = (torch.randn(B, Hkv, S, E, generator=gen) for _ in range(2))
+    block = (8, 16)
+    counter = _CountTileOps()
+    with torch.no_grad(), counter:
+        out = flash_attention(q, k, v, is_causal=causal, block_size=block, enable_gqa=group > 1)
+    tiles = len(flash_visited_blocks(L, S, block, is_causal=causal))
+    assert counter.matmuls == 2 * tiles + 1
+    assert counter.exponentials == tiles
+    expected = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=group > 1)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_grouped_query_masks_and_gradients_equal_sdpa(causal: bool) -> None:
+    """enable_gqa with a mask, with dropout-free gradients and in float64: SDPA's output,
+    on block sizes that divide neither L nor S."""
+    gen = torch.Generator().manual_seed(5)
+    B, Hkv, group, L, S, E = 2, 3, 2, 11, 11, 4
+    q = torch.randn(B, Hkv * group, L, E, generator=gen, dtype=torch.float64)
+    k, v = (torch.randn(B, Hkv, S, E, generator=gen, dtype=torch.float64) for _ in range(2))
+    mask = None if causal else torch.randn(Hkv * group, L, S, generator=gen, dtype=torch.float64)
+    expected = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, is_causal=causal, enable_gqa=True
+    )
+    for grad in (False, True):
+        leaves = [t.clone().requires_grad_(grad) for t in (q, k, v)]
+        out = flash_attention(
+            *leaves, attn_mask=mask, is_causal=causal, block_size=(3, 4), enable_gqa=True
+        )
+        torch.testing.assert_close(out, expected, atol=1e-10, rtol=1e-10)

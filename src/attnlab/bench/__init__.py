@@ -16,6 +16,9 @@ by name, from a checkout or from an installed wheel alike, and ``attnlab.plot``
 
 * ``forward`` (the default): the forward sweep of every attention path
   ([`run_benchmark`][attnlab.bench.run_benchmark]);
+* ``flash`` (``--flash``): ``flash_attention`` against PyTorch's SDPA timed in turn in
+  one process, quiet and beside a busy neighbour process pinned to one core, multi-head
+  and grouped-query, at ``T = 4096``;
 * ``backward`` (``--backward``): forward+backward memory and backward time;
 * ``ring`` (``--ring``): ring attention's memory per rank;
 * ``decode`` (``--decode``): decoding token by token through a ``KVCache`` against

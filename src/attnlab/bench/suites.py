@@ -14,6 +14,7 @@ from typing import Any
 
 from .backward import run_backward_benchmark
 from .decode import run_decode_benchmark
+from .flash_steady import run_flash_benchmark
 from .forward import run_benchmark
 from .gqa import run_gqa_benchmark
 from .live import run_live_benchmark
@@ -47,6 +48,10 @@ def _ring(quick: bool, progress: bool) -> dict[str, Any]:
 
 SUITES: dict[str, Suite] = {
     "forward": Suite(run_benchmark, "the forward sweep of every attention path"),
+    "flash": Suite(
+        lambda quick, progress: run_flash_benchmark(quick),
+        "flash against SDPA timed in turn, quiet and beside a busy neighbour process",
+    ),
     "backward": Suite(
         lambda quick, progress: run_backward_benchmark(quick),
         "forward+backward memory and backward time",
