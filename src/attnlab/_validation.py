@@ -360,3 +360,116 @@ def check_module_input(name: str, x: Tensor, weight: Tensor) -> None:
             f"{name} has dtype {x.dtype} but the module's parameters are {weight.dtype}; "
             f"convert one to the other (module.to({x.dtype}) or {name}.to({weight.dtype}))"
         )
+
+
+def check_number(
+    name: str,
+    value: object,
+    *,
+    at_least: float | None = None,
+    above: float | None = None,
+    at_most: float | None = None,
+) -> float:
+    """Return ``value`` as a float if it is a finite real number in range, else raise.
+
+    NaN and the infinities are refused (``nan < 0`` is false, so a plain range check
+    lets NaN through).
+
+    Args:
+        name: The argument's name, used in the error message.
+        value: The value passed.
+        at_least: Smallest value allowed.
+        above: The value must be greater than this.
+        at_most: Largest value allowed.
+
+    Returns:
+        ``value`` as a float.
+
+    Raises:
+        TypeError: Not an ``int`` or ``float`` (a bool is not a number here).
+        ValueError: NaN, infinite, or out of range.
+    """
+    bounds = [f">= {at_least}"] if at_least is not None else []
+    bounds += [f"> {above}"] if above is not None else []
+    bounds += [f"<= {at_most}"] if at_most is not None else []
+    wanted = " ".join(["a finite number", " and ".join(bounds)]).strip()
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be {wanted}; got {type(value).__name__} {value!r}")
+    number = float(value)
+    if (
+        number != number  # NaN
+        or number in (float("inf"), float("-inf"))
+        or (at_least is not None and number < at_least)
+        or (above is not None and number <= above)
+        or (at_most is not None and number > at_most)
+    ):
+        raise ValueError(f"{name} must be {wanted}; got {value!r}")
+    return number
+
+
+SEED_RANGE = (0, 2**64 - 1)
+"""The seeds a ``torch.Generator`` takes (``manual_seed``): a 64-bit unsigned int."""
+
+
+def check_seed(name: str, value: object) -> int:
+    """Return ``value`` if it is an ``int`` in ``0 .. 2**64 - 1``, else raise."""
+    low, high = SEED_RANGE
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"{name} must be an int in {low} .. 2**64 - 1; got {type(value).__name__} {value!r}"
+        )
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be an int in {low} .. 2**64 - 1; got {value}")
+    return value
+
+
+def check_str(name: str, value: object) -> str:
+    """Return ``value`` if it is a ``str``, else raise ``TypeError`` naming ``name``."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str; got {type(value).__name__} {value!r}")
+    return value
+
+
+def check_distinct(name: str, items: Sequence[object]) -> None:
+    """Raise ``ValueError`` if one object appears twice in ``items`` (``[x] * n``)."""
+    first: dict[int, int] = {}
+    for i, item in enumerate(items):
+        j = first.setdefault(id(item), i)
+        if j != i:
+            raise ValueError(
+                f"{name} must hold a different object at each position; got the same "
+                f"{type(item).__name__} at positions {j} and {i}"
+            )
+
+
+def check_integer_tensor(name: str, value: object, wanted: str = "integer token ids") -> Tensor:
+    """Return ``value`` if it is a tensor of an integer dtype (not bool), else ``TypeError``."""
+    tensor = check_tensor(name, value)
+    if tensor.dtype.is_floating_point or tensor.dtype.is_complex or tensor.dtype == torch.bool:
+        raise TypeError(f"{name} must hold {wanted} (int64); got dtype {tensor.dtype}")
+    return tensor
+
+
+def check_token_range(name: str, ids: Tensor, vocab_size: int) -> Tensor:
+    """Return integer ``ids`` as int64 if every one is in ``0 .. vocab_size - 1``, else raise.
+
+    uint16, uint32 and uint64 tensors have no ``min``/``max`` in PyTorch, so the ids are
+    read as int64 first; a uint64 id of ``2**63`` or more turns negative there and is
+    reported as such.
+
+    Raises:
+        ValueError: An id outside the vocabulary.
+    """
+    ids64 = ids.long()  # (...): no copy for int64
+    if ids64.numel() == 0:
+        return ids64
+    low, high = int(ids64.min()), int(ids64.max())
+    if ids.dtype == torch.uint64 and low < 0:
+        raise ValueError(
+            f"{name} must be token ids in 0 .. {vocab_size - 1}; got a value of 2**63 or more"
+        )
+    if low < 0 or high >= vocab_size:
+        raise ValueError(
+            f"{name} must be token ids in 0 .. {vocab_size - 1}; got values from {low} to {high}"
+        )
+    return ids64

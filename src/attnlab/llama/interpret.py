@@ -38,7 +38,17 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .._validation import check_int, check_length, check_positive_int, check_tensor, format_shape
+from .._validation import (
+    check_floating,
+    check_int,
+    check_integer_tensor,
+    check_length,
+    check_positive_int,
+    check_seed,
+    check_tensor,
+    check_token_range,
+    format_shape,
+)
 from .model import DecoderBlock, LlamaModel
 
 __all__ = [
@@ -172,20 +182,15 @@ def repeated_random_tokens(
         Token ids; the last ``2 * length`` positions are the two copies.
 
     Raises:
-        TypeError: An argument is not an int.
-        ValueError: ``length < 2``, ``batch < 1`` or ``low >= high``.
+        TypeError: An argument is not an int (``first_token``: an int or ``None``).
+        ValueError: ``length < 2``, ``batch < 1``, ``low >= high``, a negative
+            ``first_token`` or a seed outside ``0 .. 2**64 - 1``.
 
     Shape:
         output: ``(batch, 2 * length + 1)``, or ``(batch, 2 * length)`` without
         ``first_token``; int64.
     """
-    for name, value in (
-        ("length", length),
-        ("batch", batch),
-        ("seed", seed),
-        ("low", low),
-        ("high", high),
-    ):
+    for name, value in (("length", length), ("batch", batch), ("low", low), ("high", high)):
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(f"{name} must be an int; got {type(value).__name__}")
     if length < 2:
@@ -194,6 +199,9 @@ def repeated_random_tokens(
         raise ValueError(f"batch must be >= 1; got {batch}")
     if not 0 <= low < high:
         raise ValueError(f"low and high must satisfy 0 <= low < high; got low={low}, high={high}")
+    check_seed("seed", seed)
+    if first_token is not None:
+        check_length("first_token", first_token)  # an id: an int >= 0
     generator = torch.Generator().manual_seed(seed)
     copy = torch.randint(low, high, (batch, length), generator=generator)  # (B, length)
     parts = [copy, copy]
@@ -272,14 +280,15 @@ def copy_losses(logits: Tensor, input_ids: Tensor, length: int) -> CopyLosses:
         The two mean losses, as Python floats.
 
     Raises:
-        TypeError: ``logits`` or ``input_ids`` is not a tensor.
-        ValueError: The shapes do not match or ``length`` does not fit.
+        TypeError: ``logits`` is not a floating tensor, or ``input_ids`` not an integer one.
+        ValueError: The shapes do not match, an id is outside the vocabulary
+            ``0 .. V-1``, or ``length`` does not fit.
 
     Shape:
         logits: ``(B, T, V)``; input_ids: ``(B, T)`` or ``(T,)``.
     """
-    logits = check_tensor("logits", logits)
-    input_ids = check_tensor("input_ids", input_ids)
+    logits = check_floating("logits", logits)
+    input_ids = check_integer_tensor("input_ids", input_ids)
     ids = input_ids.unsqueeze(0) if input_ids.dim() == 1 else input_ids
     if logits.dim() != 3 or ids.dim() != 2 or logits.shape[:2] != ids.shape:
         raise ValueError(
@@ -288,6 +297,7 @@ def copy_losses(logits: Tensor, input_ids: Tensor, length: int) -> CopyLosses:
         )
     T = ids.shape[1]
     length = _check_length(length, T)
+    ids = check_token_range("input_ids", ids, logits.shape[-1])  # int64
     with torch.no_grad():
         losses = F.cross_entropy(
             logits[:, :-1].transpose(1, 2).float(), ids[:, 1:], reduction="none"

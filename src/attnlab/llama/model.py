@@ -31,11 +31,20 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._validation import check_vectors, format_shape
+from .._validation import (
+    check_bool,
+    check_distinct,
+    check_integer_tensor,
+    check_length,
+    check_token_range,
+    check_vectors,
+    format_shape,
+)
 from ..attention_heads import PositionEmbeddings
 from ..gqa import GroupedQueryAttention
 from ..kv_cache import KVCache
 from ..rotary import RotaryEmbedding
+from .generate import Sampling, check_attention_mask, generate_tokens, padding_mask
 
 __all__ = [
     "DecoderBlock",
@@ -262,6 +271,7 @@ class LlamaModel(nn.Module):
         input_ids: Tensor,
         *,
         cache: list[KVCache] | None = None,
+        attention_mask: Tensor | None = None,
         return_attention: bool = False,
         ablate: Mapping[int, Iterable[int]] | None = None,
     ) -> Tensor | LlamaOutput:
@@ -272,6 +282,13 @@ class LlamaModel(nn.Module):
             cache: Optional list of one cache per layer (``new_cache()``); the ids
                 are then the positions after the cached ones, and their keys and
                 values are appended.
+            attention_mask: Optional padding mask, Hugging Face's: ``1`` (or ``True``)
+                for a real token, ``0`` for padding, one entry per cached and new
+                position. No query attends to a padding key; a padding query attends
+                only to itself (its outputs are meaningless but finite). Positions
+                count from each row's start, pads included, as in transformers'
+                forward: with rotary positions only distances matter, so a row's real
+                tokens get what they would unpadded (to rounding), left or right padded.
             return_attention: Also return each layer's attention weights.
             ablate: ``{layer: [head, ...]}``: zero those query heads' context vectors
                 (before the output projection) in those layers.
@@ -281,17 +298,23 @@ class LlamaModel(nn.Module):
             ``(logits, attention)`` with ``return_attention``.
 
         Shape:
-            input_ids: ``(T,)`` or ``(B, T)``; logits: ``(B, T, V)``; attention:
-            a list of ``num_layers`` tensors ``(B, H, T, S)``, ``S = past + T``.
+            input_ids: ``(T,)`` or ``(B, T)``; attention_mask: ``(B, S)`` (or ``(S,)``
+            with 1-D ids), ``S = past + T``; logits: ``(B, T, V)``; attention:
+            a list of ``num_layers`` tensors ``(B, H, T, S)``.
         """
         ids = self.check_ids("input_ids", input_ids)
-        past = self._check_cache(cache)
+        check_bool("return_attention", return_attention)
+        past = self._check_cache(cache, batch=ids.shape[0])
         if past + ids.shape[1] > self.config.context_length:
             raise ValueError(
                 f"input_ids must fit the context of {self.config.context_length} tokens; "
                 f"got {ids.shape[1]} new tokens after {past} cached"
             )
         heads_off = self._check_ablate(ablate)
+        keep = check_attention_mask(attention_mask, ids, ids_rank=input_ids.dim(), past=past)
+        if keep is not None and not torch.compiler.is_compiling() and bool(keep.all()):
+            keep = None  # no padding: the causal rule alone, on its fast path
+        mask = None if keep is None else padding_mask(keep, ids.shape[1])  # (B, 1, T, S)
         x = self.embed(ids)  # (B, T) -> (B, T, d_model)
         positions = torch.arange(past, past + ids.shape[1], device=ids.device)  # (T,)
         rotary = self.rotary.cos_sin(positions)  # (T, D) each: once, for every layer
@@ -303,6 +326,7 @@ class LlamaModel(nn.Module):
                 layer_cache,
                 heads_off.get(i, ()),
                 return_attention,
+                attn_mask=mask,
                 position_embeddings=rotary,
             )
             if weights is not None:
@@ -316,7 +340,10 @@ class LlamaModel(nn.Module):
         input_ids: Tensor,
         max_new_tokens: int,
         *,
+        attention_mask: Tensor | None = None,
         temperature: float = 0.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
         seed: int | None = None,
         stop_at_eos: bool = False,
     ) -> Tensor:
@@ -325,70 +352,65 @@ class LlamaModel(nn.Module):
         The prompt is read in one forward pass that fills one
         [`KVCache`][attnlab.KVCache] per layer; each new token then costs one pass
         over that token alone. ``temperature=0`` picks the most likely token (greedy);
-        a positive temperature samples from ``softmax(logits / temperature)`` with a
+        a positive temperature samples from ``softmax(logits / temperature)``, after the
+        optional ``top_k`` and ``top_p`` filters (Hugging Face's semantics, in its order;
+        see [`attnlab.llama.generate`][attnlab.llama.generate]), with a
         ``torch.Generator`` seeded by ``seed`` (the same seed, the same text).
 
         Args:
             input_ids: The prompt's ids.
             max_new_tokens: Tokens to add (at most; see ``stop_at_eos``).
+            attention_mask: Optional padding mask of the prompts (``1`` = real token,
+                ``0`` = padding), left or right padded. Each row is continued from its
+                last real token as if it had no padding (its real tokens are moved to the
+                row's end first); the new tokens follow the row as given.
             temperature: 0 for greedy decoding, else the sampling temperature.
+            top_k: Sample among the ``top_k`` most likely tokens only (``None``: all).
+            top_p: Sample among the most likely tokens whose probabilities first add up
+                to more than ``top_p`` (``None``: all).
             seed: Seed of the sampling generator (``None``: a fresh random one).
             stop_at_eos: Stop once every row has produced ``eos_token_id``; a row
                 that ended earlier is padded with it.
 
         Returns:
-            The prompt followed by the new tokens.
+            The prompt (as given) followed by the new tokens.
+
+        Raises:
+            TypeError: An argument of the wrong type (a ``"False"`` string for a flag).
+            ValueError: A value out of range: a NaN or negative temperature, ``top_k``
+                or ``top_p`` with greedy decoding, a seed outside ``0 .. 2**64 - 1``.
 
         Shape:
-            input_ids: ``(T,)`` or ``(B, T)``; output: ``(T + N,)`` or ``(B, T + N)``
-            with ``N <= max_new_tokens``.
+            input_ids: ``(T,)`` or ``(B, T)``; attention_mask: the same; output:
+            ``(T + N,)`` or ``(B, T + N)`` with ``N <= max_new_tokens``.
         """
         ids = self.check_ids("input_ids", input_ids)
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
-            raise TypeError(f"max_new_tokens must be an int; got {type(max_new_tokens).__name__}")
-        if max_new_tokens < 0:
-            raise ValueError(f"max_new_tokens must be >= 0; got {max_new_tokens}")
+        max_new_tokens = check_length("max_new_tokens", max_new_tokens)
         total = ids.shape[1] + max_new_tokens
         if total > self.config.context_length:
             raise ValueError(
                 f"input_ids plus max_new_tokens must fit the context of "
                 f"{self.config.context_length} tokens; got {ids.shape[1]} + {max_new_tokens}"
             )
-        if isinstance(temperature, bool) or not isinstance(temperature, int | float):
-            raise TypeError(f"temperature must be a number; got {type(temperature).__name__}")
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0; got {temperature}")
-        generator = None
-        if temperature > 0:
-            generator = torch.Generator(device=ids.device)
-            if seed is None:
-                generator.seed()
-            else:
-                generator.manual_seed(seed)
-        eos = self.config.eos_token_id
-        done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)  # (B,)
-        cache = self.new_cache()
-        tokens, step = ids, ids  # (B, T): the prompt is the first step
-        for _ in range(max_new_tokens):
-            logits = self(step, cache=cache)
-            assert isinstance(logits, Tensor)
-            last = logits[:, -1, :]  # (B, V)
-            if generator is None:
-                next_ids = last.argmax(dim=-1)  # (B,)
-            else:
-                probs = torch.softmax(last.float() / temperature, dim=-1)  # (B, V)
-                next_ids = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
-            if stop_at_eos:
-                next_ids = torch.where(done, torch.full_like(next_ids, eos), next_ids)
-                done = done | (next_ids == eos)
-            step = next_ids.unsqueeze(-1)  # (B, 1)
-            tokens = torch.cat([tokens, step], dim=-1)  # (B, T + n)
-            if stop_at_eos and bool(done.all()):
-                break
+        keep = check_attention_mask(attention_mask, ids, ids_rank=input_ids.dim(), past=0)
+        sampling = Sampling(temperature, top_k, top_p, seed)
+        check_bool("stop_at_eos", stop_at_eos)
+        tokens = generate_tokens(
+            self,
+            ids,
+            keep,
+            max_new_tokens=max_new_tokens,
+            sampling=sampling,
+            stop_at_eos=stop_at_eos,
+            eos_token_id=self.config.eos_token_id,
+            cache=self.new_cache(),
+        )  # (B, T + N)
         return tokens[0] if input_ids.dim() == 1 else tokens
 
     def check_ids(self, name: str, ids: object) -> Tensor:
-        """Check token ids (type, dtype, rank, range) and return them as ``(B, T)``.
+        """Check token ids (type, dtype, rank, range) and return them as int64 ``(B, T)``.
+
+        Any integer dtype is read (uint16/32/64 too, which PyTorch cannot compare).
 
         Raises:
             TypeError: Not a tensor, or not an integer dtype.
@@ -397,33 +419,29 @@ class LlamaModel(nn.Module):
                 ``torch.compile`` cannot see while it traces: a compiled model leaves
                 that check to the embedding, which raises on an id outside the table.
         """
-        if not isinstance(ids, Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor of int64 ids; got {type(ids).__name__}")
-        if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
-            raise TypeError(f"{name} must hold integer token ids (int64); got dtype {ids.dtype}")
-        if ids.device != self.embed.weight.device:
+        tensor = check_integer_tensor(name, ids)
+        if tensor.device != self.embed.weight.device:
             raise ValueError(
-                f"{name} is on device {ids.device} but the model is on "
+                f"{name} is on device {tensor.device} but the model is on "
                 f"{self.embed.weight.device}; move one to the other"
             )
-        if ids.dim() not in (1, 2) or ids.shape[-1] == 0 or ids.numel() == 0:
+        if tensor.dim() not in (1, 2) or tensor.shape[-1] == 0 or tensor.numel() == 0:
             raise ValueError(
                 f"{name} must have shape (T,) or (B, T) with T >= 1; "
-                f"got shape {format_shape(ids.shape)}"
+                f"got shape {format_shape(tensor.shape)}"
             )
         if torch.compiler.is_compiling():  # the values are not known while tracing
-            return ids.long().unsqueeze(0) if ids.dim() == 1 else ids.long()
-        low, high = int(ids.min()), int(ids.max())
-        if low < 0 or high >= self.config.vocab_size:
-            raise ValueError(
-                f"{name} must be token ids in 0 .. {self.config.vocab_size - 1}; "
-                f"got values from {low} to {high}"
-            )
-        ids = ids.long()
-        return ids.unsqueeze(0) if ids.dim() == 1 else ids
+            ids64 = tensor.long()
+        else:
+            ids64 = check_token_range(name, tensor, self.config.vocab_size)
+        return ids64.unsqueeze(0) if ids64.dim() == 1 else ids64
 
-    def _check_cache(self, cache: object) -> int:
-        """Validate ``cache`` (``None`` or one KVCache per layer); its length."""
+    def _check_cache(self, cache: object, batch: int) -> int:
+        """Validate ``cache`` (``None`` or one KVCache per layer); its length.
+
+        The caches must be different objects (``[KVCache()] * n`` would give every
+        layer the same one), hold the same number of positions and ``batch`` rows.
+        """
         if cache is None:
             return 0
         n = len(self.layers)
@@ -437,7 +455,20 @@ class LlamaModel(nn.Module):
                 f"{type(cache).__name__}"
                 + (f" of length {len(cache)}" if isinstance(cache, list) else "")
             )
-        return len(cache[0])
+        check_distinct("cache", cache)
+        lengths = sorted({len(c) for c in cache})
+        if len(lengths) > 1:
+            raise ValueError(
+                f"cache must hold the same number of positions in every layer; "
+                f"got lengths from {lengths[0]} to {lengths[-1]}"
+            )
+        keys = cache[0].keys
+        if keys is not None and (keys.dim() != 4 or keys.shape[0] != batch):
+            raise ValueError(
+                f"cache must hold keys of shape (B, Hkv, S, D) with B = {batch} like "
+                f"input_ids; got shape {format_shape(keys.shape)}"
+            )
+        return lengths[0]
 
     def _check_ablate(self, ablate: object) -> dict[int, tuple[int, ...]]:
         """Validate ``ablate`` (``{layer: [head, ...]}``); a dict of tuples."""
@@ -452,7 +483,14 @@ class LlamaModel(nn.Module):
         for layer, heads in ablate.items():
             if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < n:
                 raise ValueError(f"ablate's layers must be ints in 0 .. {n - 1}; got {layer!r}")
-            heads_t = (heads,) if isinstance(heads, int) else tuple(heads)
+            if isinstance(heads, int):
+                heads = (heads,)
+            if isinstance(heads, str | bytes) or not isinstance(heads, Iterable):
+                raise TypeError(
+                    f"ablate[{layer}] must be a head or a list of heads (ints in 0 .. {H - 1}); "
+                    f"got {type(heads).__name__} {heads!r}"
+                )
+            heads_t = tuple(heads)
             for head in heads_t:
                 if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < H:
                     raise ValueError(

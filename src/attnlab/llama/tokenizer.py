@@ -1,4 +1,4 @@
-"""SmolLM2's tokenizer: byte-level BPE over 49,152 tokens, built from the GGUF file.
+r"""SmolLM2's tokenizer: byte-level BPE over 49,152 tokens, built from the GGUF file.
 
 Text becomes ids in three steps, all run by the ``tokenizers`` library (the Rust
 core of Hugging Face's tokenizers; ``transformers`` is not imported):
@@ -10,12 +10,25 @@ core of Hugging Face's tokenizers; ``transformers`` is not imported):
    each word's UTF-8 bytes are spelled in GPT-2's byte alphabet (a space is ``Ġ``);
 3. byte-pair encoding merges each word's bytes by the file's 48,900 merges, in order.
 
-Decoding joins the tokens' bytes and reads them as UTF-8. The digit rule is the file's
-``tokenizer.ggml.pre = "smollm"`` (llama.cpp's name for SmolLM's tokenizer, which
-splits digits): transformers' GGUF loader does not know that name and falls back to
-GPT-2's pattern alone. No merge involves a digit, so the two agree on every text
-except whitespace runs before a digit (``"a  1"``: ours gives ``ĠĠ`` as one token, as
-SmolLM2's own tokenizer does; the fallback gives ``Ġ`` twice).
+Decoding joins the tokens' bytes and reads them as UTF-8.
+
+The digit rule is the file's ``tokenizer.ggml.pre = "smollm"`` (llama.cpp's name for
+SmolLM's tokenizer, which cuts off every Unicode number character, ``\p{N}``):
+transformers' GGUF loader does not know that name and falls back to GPT-2's pattern
+alone, which keeps a leading space on a run of numbers. The two give different ids
+where that matters: a whitespace run before an ASCII digit (``"a  1"``: ours gives
+``ĠĠ`` as one token, as SmolLM2's own tokenizer does; the fallback gives ``Ġ`` twice),
+and a space before a non-ASCII number character such as ``" ½"``, ``" ²"`` or Arabic
+``" ١"`` (ours: ``Ġ`` then the character, as SmolLM2's own tokenizer; the fallback: one
+word ``Ġ½``). Here the package is right and transformers' GGUF conversion is not.
+
+Bytes without a token vanish. 21 of the 256 byte values have no token of their own in
+the vocabulary: six ASCII control characters (``0x04``, ``0x06``, ``0x13``, ``0x14``,
+``0x16``, ``0x1D``), the lead bytes ``0xF1`` and ``0xF2`` of Unicode planes 4 to 11,
+and 13 bytes that valid UTF-8 never holds (``0xC0``, ``0xC1``, ``0xF5`` to ``0xFF``).
+Encoding drops such a byte without a word, as transformers' tokenizer does: ``"a\x04b"``
+decodes back as ``"ab"``, and a character of planes 4 to 11 keeps only its continuation
+bytes (it decodes as replacement characters ``\ufffd``).
 """
 
 from __future__ import annotations
@@ -25,6 +38,8 @@ from typing import Any
 
 from tokenizers import AddedToken, decoders, models, pre_tokenizers
 from tokenizers import Tokenizer as _RustTokenizer
+
+from .._validation import check_bool, check_str, format_shape
 
 __all__ = ["Tokenizer"]
 
@@ -117,8 +132,8 @@ class Tokenizer:
         Returns:
             One id per token.
         """
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str; got {type(text).__name__}")
+        check_str("text", text)
+        check_bool("add_special_tokens", add_special_tokens)
         ids: list[int] = self._backend.encode(text, add_special_tokens=False).ids
         return [self.bos_token_id, *ids] if add_special_tokens and self.add_bos else ids
 
@@ -131,17 +146,41 @@ class Tokenizer:
 
         Returns:
             The decoded text.
+
+        Raises:
+            TypeError: ``ids`` is not a list, tuple or tensor of ints.
+            ValueError: A tensor that is not 1-D, or an id outside the vocabulary.
         """
-        if hasattr(ids, "tolist"):
-            ids = ids.tolist()
-        values = list(ids)
-        if not all(isinstance(i, int) and not isinstance(i, bool) for i in values):
-            raise TypeError("ids must be integer token ids (a list or a 1-D tensor)")
+        check_bool("skip_special_tokens", skip_special_tokens)
+        values = self._id_list(ids)
         bad = [i for i in values if not 0 <= i < self.vocab_size]
         if bad:
             raise ValueError(f"ids must be in 0 .. {self.vocab_size - 1}; got {bad[0]}")
         text: str = self._backend.decode(values, skip_special_tokens=skip_special_tokens)
         return text
+
+    @staticmethod
+    def _id_list(ids: object) -> list[int]:
+        """``ids`` (a list, tuple or 1-D tensor of ints) as a list, else raise."""
+        if hasattr(ids, "tolist") and hasattr(ids, "shape"):  # a tensor (or NumPy array)
+            array: Any = ids
+            if len(array.shape) != 1:
+                raise ValueError(
+                    f"ids must be a list or a 1-D tensor of token ids; got a tensor of shape "
+                    f"{format_shape(tuple(array.shape))}"
+                )
+            ids = array.tolist()
+        if not isinstance(ids, list | tuple | range):
+            raise TypeError(
+                f"ids must be a list or a 1-D tensor of token ids; got {type(ids).__name__}"
+            )
+        for i in ids:
+            if isinstance(i, bool) or not isinstance(i, int):
+                raise TypeError(
+                    f"ids must be integer token ids (a list or a 1-D tensor); "
+                    f"got {type(i).__name__} {i!r}"
+                )
+        return list(ids)
 
     def tokenize(self, text: str) -> list[str]:
         """The tokens of ``text`` as strings (in GPT-2's byte alphabet: ``Ġ`` is a space)."""
@@ -164,11 +203,26 @@ class Tokenizer:
 
         Returns:
             The prompt text (encode it with ``encode``).
+
+        Raises:
+            TypeError: ``messages`` is not a list of dicts, or a role or content is not
+                a str (a list or ``None`` would be written into the prompt as text).
+            ValueError: A message without ``"role"`` or ``"content"``.
         """
+        if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+            raise TypeError(
+                f"messages must be a list of {{'role': ..., 'content': ...}} dicts; "
+                f"got {type(messages).__name__}"
+            )
+        check_bool("add_generation_prompt", add_generation_prompt)
         parts = []
         for i, message in enumerate(messages):
-            if not isinstance(message, Mapping) or not {"role", "content"} <= message.keys():
+            if not isinstance(message, Mapping):
+                raise TypeError(f"messages[{i}] must be a dict; got {type(message).__name__}")
+            if not {"role", "content"} <= message.keys():
                 raise ValueError(f"messages[{i}] must be a dict with 'role' and 'content'")
+            check_str(f"messages[{i}]['role']", message["role"])
+            check_str(f"messages[{i}]['content']", message["content"])
             if i == 0 and message["role"] != "system":
                 parts.append(f"<|im_start|>system\n{DEFAULT_SYSTEM_PROMPT}<|im_end|>\n")
             parts.append(f"<|im_start|>{message['role']}\n{message['content']}<|im_end|>\n")
