@@ -56,7 +56,7 @@ def test_bad_shapes_and_types_raise() -> None:
         additive_attention_scores(
             q, torch.ones(4, 5, dtype=torch.long), torch.ones(3, 6), torch.ones(5, 6), torch.ones(6)
         )
-    with pytest.raises(ValueError, match="hidden_dim"):
+    with pytest.raises(ValueError, match="hidden_dim must be a positive int; got 0"):
         AdditiveAttention(3, 5, 0)
 
 
@@ -111,14 +111,14 @@ def test_seeded_weights_reject_bad_widths() -> None:
     for kwargs, name in (({"d_in": 0, "d_out": 2}, "d_in"), ({"d_in": 3, "d_out": -1}, "d_out")):
         with pytest.raises(ValueError, match=name):
             examples.seeded_weights(**kwargs)
-    with pytest.raises(ValueError, match="d_v"):
+    with pytest.raises(ValueError, match="d_v must be a positive int; got 0"):
         examples.seeded_weights(3, 2, d_v=0)
 
 
 def test_random_query_key_pairs_reject_bad_sizes() -> None:
     with pytest.raises(ValueError, match="d_k"):
         examples.random_query_key_pairs(0)
-    with pytest.raises(ValueError, match="num_pairs"):
+    with pytest.raises(ValueError, match="num_pairs must be a positive int; got 0"):
         examples.random_query_key_pairs(4, num_pairs=0)
 
 
@@ -366,9 +366,10 @@ def test_gqa_bad_heads_raise() -> None:
 
 def test_flash_window_bad_arguments() -> None:
     q = torch.randn(4, 8)
-    with pytest.raises(ValueError, match="window"):
+    conflict = r"window is a causal .* do not pass attn_mask or is_causal=True"
+    with pytest.raises(ValueError, match=conflict):
         flash_attention(q, q, q, is_causal=True, window=2)
-    with pytest.raises(ValueError, match="window"):
+    with pytest.raises(ValueError, match="window must be a positive int; got 0"):
         flash_attention(q, q, q, window=0)
 
 

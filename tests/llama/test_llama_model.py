@@ -40,7 +40,7 @@ def test_unpermute_rotary_rows_on_a_hand_example() -> None:
     out = unpermute_rotary_rows(rows, num_heads=2)
     assert out[:, 0].tolist() == [0, 2, 1, 3, 4, 6, 5, 7]
     assert torch.equal(out[:, 1], out[:, 0])  # whole rows move
-    with pytest.raises(ValueError, match="num_heads"):
+    with pytest.raises(ValueError, match=r"num_heads = 2; got shape \(6, 3\)"):
         unpermute_rotary_rows(torch.zeros(6, 3), num_heads=2)
 
 

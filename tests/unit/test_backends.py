@@ -100,6 +100,6 @@ def test_the_old_kernel_entry_point_warns_and_still_works() -> None:
 
 def test_the_call_object_is_built_by_keyword() -> None:
     """No row of positional flags: AttentionCall takes keywords only."""
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="takes 1 positional argument but 4 were given"):
         AttentionCall(None, 0.0, True)  # type: ignore[misc]
     assert AttentionCall(is_causal=True).is_causal

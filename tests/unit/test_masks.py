@@ -15,7 +15,7 @@ def test_sliding_window_mask_by_hand() -> None:
     # two new queries after three cached keys: positions 3 and 4, aligned to the end
     assert sliding_window_mask(2, 5, 3).int().tolist() == [[0, 1, 1, 1, 0], [0, 0, 1, 1, 1]]
     assert torch.equal(sliding_window_mask(5, 5, 99), torch.ones(5, 5, dtype=torch.bool).tril())
-    with pytest.raises(ValueError, match="window"):
+    with pytest.raises(ValueError, match="window must be a positive int; got 0"):
         sliding_window_mask(3, 3, 0)
 
 

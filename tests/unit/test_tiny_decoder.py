@@ -38,7 +38,7 @@ def test_tiny_decoder_is_causal() -> None:
 
 
 def test_tiny_decoder_rejects_bad_arguments() -> None:
-    with pytest.raises(ValueError, match="num_blocks"):
+    with pytest.raises(ValueError, match="num_blocks must be a positive int; got 0"):
         examples.tiny_decoder(num_blocks=0)
     decoder = examples.tiny_decoder()
     with pytest.raises(
