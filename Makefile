@@ -16,6 +16,8 @@ SERVE_ADDR := 127.0.0.1:8000
 SITE_STAMP := $(VENV)/.site-stamp
 STAMP      := $(VENV)/.setup-stamp
 INSTALL  := scripts/install.py
+FIRST_BUILD := the first build draws every figure and runs every notebook, a few minutes; \
+	later ones reuse .cache/ and take about 10 s
 
 export NO_MKDOCS_2_WARNING := 1
 
@@ -36,9 +38,11 @@ $(STAMP): $(SITE_STAMP)
 # The site, built strictly (a broken link or anchor is an error), as the Pages workflow
 # publishes it; $SITE_URL (the published address) is read by mkdocs.yml.
 site: $(SITE_STAMP)
+	@echo "==> Building the site into $(SITE_DIR)/ ($(FIRST_BUILD))"
 	$(PY) -m mkdocs build --strict --site-dir $(SITE_DIR)
 
 serve: $(SITE_STAMP)
+	@echo "==> Building the site, then serving it on http://$(SERVE_ADDR)/ ($(FIRST_BUILD))"
 	$(PY) -m mkdocs serve --dev-addr $(SERVE_ADDR)
 
 # In parallel (pytest-xdist, one worker per core); a page's browser checks stay on one
