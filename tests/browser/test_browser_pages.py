@@ -188,6 +188,37 @@ COLLECT_JS = """() => {
   };
 }""".replace("COPY_BUTTON", repr(COPY_BUTTON))
 
+# What a reader sees once every fold and tab is open (run after PREPARE_JS): whether the
+# page's main heading and first paragraph of text (not the notebook download button) are
+# shown (checkVisibility with the visibility and opacity properties, so `visibility:
+# hidden` and `opacity: 0` count as hidden, and a box of non-zero size), and how many
+# rendered formulas and code blocks are shown.
+SHOWN_JS = """() => {
+  const shown = (el) => {
+    if (!el || !el.checkVisibility({ visibilityProperty: true, opacityProperty: true })) {
+      return false;
+    }
+    const box = el.getBoundingClientRect();
+    return box.width > 0 && box.height > 0;
+  };
+  const article = document.querySelector('.md-content article')
+    ?? document.querySelector('.md-content');
+  const heading = article ? article.querySelector('h1') : null;
+  const paragraph = article
+    ? [...article.querySelectorAll('p')]
+      .find((p) => p.textContent.trim() && !p.querySelector('.md-button')) ?? null
+    : null;
+  return {
+    heading: heading ? heading.textContent.trim().slice(0, 80) : null,
+    headingShown: shown(heading),
+    paragraph: paragraph ? paragraph.textContent.trim().slice(0, 80) : null,
+    paragraphShown: shown(paragraph),
+    mathShown: [...document.querySelectorAll('.arithmatex')]
+      .filter((el) => el.querySelector('.katex') && shown(el)).length,
+    codeShown: [...document.querySelectorAll('pre > code')].filter(shown).length,
+  };
+}"""
+
 EAGER_IMAGES_JS = """() => {
   document.querySelectorAll('img[loading="lazy"]').forEach((img) => { img.loading = 'eager'; });
 }"""
@@ -202,6 +233,7 @@ class PageReport:
     url: str
     ready: bool = False
     data: dict[str, Any] = field(default_factory=dict)
+    shown: dict[str, Any] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
     console_errors: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
@@ -250,6 +282,7 @@ def visit(page: Any, base: str, url: str, screenshot: Path) -> PageReport:
             page.wait_for_function(IMAGES_DONE_JS, timeout=5_000)
         report.data = page.evaluate(COLLECT_JS)
         report.code_kinds = page.evaluate(PREPARE_JS)
+        report.shown = page.evaluate(SHOWN_JS)
         ensure_axe(page)
         page.evaluate(SKIP_MARKED_JS, list(COLOUR_RULES))
         for scheme in schemes_from_current(page):
@@ -508,6 +541,79 @@ def test_no_serious_accessibility_violations_in_dark_scheme(report: PageReport) 
     assert report.dark_scheme == "slate"
     blocking = [v for v in report.dark_axe_violations if v.get("impact") in AXE_BLOCKING]
     assert not blocking, "axe-core violations:\n" + "\n".join(map(_describe, blocking))
+
+
+@pytest.mark.parametrize("url", PAGE_PARAMS)
+def test_page_is_ready_with_its_heading_and_first_paragraph_shown(report: PageReport) -> None:
+    """KaTeX and the copy buttons are in place within 5 s, and the reader sees the page's
+    main heading and its first paragraph (not hidden, not transparent, not of zero size)."""
+    assert report.ready, "not ready in 5 s (formulas or copy buttons missing)"
+    shown = report.shown
+    assert shown["heading"], "no h1 in the page's content"
+    assert shown["headingShown"], f"main heading {shown['heading']!r} is not shown"
+    assert shown["paragraph"], "no paragraph in the page's content"
+    assert shown["paragraphShown"], f"first paragraph {shown['paragraph']!r} is not shown"
+
+
+class _BlockCounter(HTMLParser):
+    """Counts, in a built page's HTML, the formulas (``.arithmatex`` elements) and the code
+    blocks (``pre > code``): what a reader of the page should see rendered."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.math = 0
+        self.code = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in VOID_TAGS:
+            return
+        if "arithmatex" in (dict(attrs).get("class") or "").split():
+            self.math += 1
+        if tag == "code" and self.stack and self.stack[-1] == "pre":
+            self.code += 1
+        self.stack.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in VOID_TAGS:
+            return
+        while self.stack and self.stack.pop() != tag:
+            pass
+
+
+VOID_TAGS = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
+)
+
+
+def formulas_and_code_blocks(html: str) -> tuple[int, int]:
+    """``(formulas, code blocks)`` in one page's HTML."""
+    counter = _BlockCounter()
+    counter.feed(html)
+    return counter.math, counter.code
+
+
+def test_block_counter_counts_formulas_and_code_blocks() -> None:
+    """A formula is an ``.arithmatex`` element; a code block a ``code`` right inside ``pre``."""
+    html = (
+        '<p><span class="arithmatex">\\(x\\)</span> and <code>inline</code><br>'
+        '<img src="a.png"></p><div class="arithmatex">\\[y\\]</div>'
+        "<pre><span></span><code>a = 1</code></pre><pre><code>b</code></pre>"
+    )
+    assert formulas_and_code_blocks(html) == (2, 2)
+
+
+@pytest.mark.parametrize("url", PAGE_PARAMS)
+def test_every_formula_and_code_block_in_the_html_is_shown(
+    report: PageReport, built_site: Path
+) -> None:
+    """With every fold and tab open, the page shows as many rendered formulas and code
+    blocks as its built HTML holds (a hidden or unrendered one is missing from the count)."""
+    html = (built_site / report.url).read_text(encoding="utf-8")
+    math, code = formulas_and_code_blocks(html)
+    shown = (report.shown["mathShown"], report.shown["codeShown"])
+    in_html = (math, code)
+    assert shown == in_html, f"(formulas, code blocks) shown {shown}, in the HTML {in_html}"
 
 
 # --- the colours of highlighted code: one element of each kind --------------------------
