@@ -233,24 +233,39 @@ def test_explorer_is_accessible_in_both_schemes(page: Any, site_url: str) -> Non
 # --- the trained recall model in the explorer ---------------------------------------------
 
 
-def test_recall_explorer_shows_the_models_weights(page: Any, site_url: str) -> None:
-    """The recall view's bars are recall_data()'s weights; a question click switches them."""
+def recall_question(sequence: int, key: int) -> tuple[list[str], int]:
+    """The untrained then trained model's weights over the real pairs (as the page prints
+    them) and the answer, when ``sequence`` of the held-out batch is asked for its
+    ``key``-th stored key: run here on the models, not read from the page's data."""
     from support import load_hook
 
-    data = load_hook("explorer_data").recall_data()["sequences"]
+    from attnlab import recall
+
+    untrained, trained, _ = recall.trained_recall_model()
+    batch = recall.held_out_batch(load_hook("explorer_data").RECALL_SEQUENCES)
+    i = slice(sequence, sequence + 1)
+    ask = recall.RecallBatch(
+        batch.keys[i], batch.values[i], batch.present[i],
+        batch.keys[sequence, key : key + 1], batch.values[sequence, key : key + 1],
+        torch.tensor([key]),
+    )  # fmt: skip
+    real = int(batch.present[sequence].sum())
+    with torch.no_grad():
+        weights = [model(ask)[1][0, :real] for model in (untrained, trained)]  # (P,) each
+    return [f"{float(w):.4f}" for row in weights for w in row], int(batch.values[sequence, key])
+
+
+def test_recall_explorer_shows_the_models_weights(page: Any, site_url: str) -> None:
+    """The recall view's bars are the models' own weights; a question click switches them."""
     page.goto(site_url + "explorer.html")
     page.wait_for_selector("#recall-explorer[data-ready='true']")
     values = page.locator("#recall-explorer .attn-bar__value").all_inner_texts()
-    first = data[0]["questions"][0]
-    assert values == [f"{w:.4f}" for w in first["before"] + first["after"]]
+    assert values == recall_question(0, 0)[0]
     page.locator("#recall-explorer .attn-explorer__token").nth(1).click()
     values = page.locator("#recall-explorer .attn-bar__value").all_inner_texts()
-    second = data[0]["questions"][1]
-    assert values == [f"{w:.4f}" for w in second["before"] + second["after"]]
-    assert (
-        "answers " + str(second["target"]) + " (right"
-        in page.locator("#recall-explorer").inner_text()
-    )
+    expected, target = recall_question(0, 1)
+    assert values == expected
+    assert f"answers {target} (right" in page.locator("#recall-explorer").inner_text()
 
 
 def test_explorer_works_opened_from_disk(new_context: Any, built_site: Path) -> None:
