@@ -21,7 +21,7 @@ FIRST_BUILD := the first build draws every figure and runs every notebook, a few
 
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup site-setup site serve test bench lint clean
+.PHONY: setup site-setup site serve test bench lint clean mutants
 
 site-setup: $(SITE_STAMP)
 setup: $(STAMP)
@@ -52,6 +52,11 @@ test: setup
 
 bench: setup
 	$(PY) -m attnlab.bench --all --output src/attnlab/results
+
+# Deliberate bugs applied one at a time to a copy of the package, each against only its
+# tests (about 15 minutes on 2 cores; not part of `make test`): tests/mutants/REPORT.md.
+mutants: setup
+	$(PY) scripts/mutants.py
 
 lint: setup
 	$(PY) -m ruff check src tests hooks scripts
