@@ -354,7 +354,7 @@ class LlamaModel(nn.Module):
         over that token alone. ``temperature=0`` picks the most likely token (greedy);
         a positive temperature samples from ``softmax(logits / temperature)``, after the
         optional ``top_k`` and ``top_p`` filters (Hugging Face's semantics, in its order;
-        see [`attnlab.llama.generate`][attnlab.llama.generate]), with a
+        see [`warp_logits`][attnlab.llama.generate.warp_logits]), with a
         ``torch.Generator`` seeded by ``seed`` (the same seed, the same text).
 
         Args:
