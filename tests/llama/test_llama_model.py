@@ -243,6 +243,18 @@ def test_tokenizer_refuses_bad_input() -> None:
         tokenizer.decode([1.5])
 
 
+def test_rmsnorm_default_eps_is_1e_5_under_the_root() -> None:
+    """RMSNorm(d) = x / sqrt(mean(x^2) + 1e-5) * weight, written out on inputs small
+    enough (~1e-3) that the epsilon and where it sits change the result."""
+    x = torch.randn(3, 16, generator=torch.Generator().manual_seed(0)) * 1e-3
+    norm = RMSNorm(16)
+    with torch.no_grad():
+        norm.weight.copy_(torch.linspace(0.5, 2.0, 16))
+        expected = x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * norm.weight
+        torch.testing.assert_close(norm(x), expected)
+        torch.testing.assert_close(norm(x), torch.nn.RMSNorm(16, eps=1e-5).to(x)(x) * norm.weight)
+
+
 TINY = LlamaConfig(vocab_size=50, d_model=16, num_layers=1, num_heads=4, num_kv_heads=2,
                    head_dim=4, ffn_dim=32)  # fmt: skip
 PARTS = {

@@ -66,3 +66,21 @@ def test_rotary_holds_no_tensor_and_follows_its_input() -> None:
         rope(x, torch.arange(6)), RotaryEmbedding(8, 500000.0)(x, torch.arange(6))
     )
     assert rope(x.to("meta"), torch.arange(6)).device.type == "meta"
+
+
+@pytest.mark.xdist_group(HF_GROUP)
+def test_default_base_is_llamas_10000() -> None:
+    """RotaryEmbedding(D) with no theta: transformers' LlamaRotaryEmbedding of a default
+    LlamaConfig (rope_theta 10 000), and the frequencies 10000 ** (-2i / D) written out."""
+    transformers, modeling_llama = hf_llama()
+    config = transformers.LlamaConfig(hidden_size=16, num_attention_heads=2, head_dim=8)
+    hf_rotary = modeling_llama.LlamaRotaryEmbedding(config)
+    ours = RotaryEmbedding(8)
+    positions = torch.arange(40)
+    with torch.no_grad():
+        cos, sin = hf_rotary(torch.zeros(1, 40, 16), positions[None])  # (1, 40, 8) each
+    expected_cos, expected_sin = ours.cos_sin(positions)
+    torch.testing.assert_close(expected_cos, cos[0])
+    torch.testing.assert_close(expected_sin, sin[0])
+    written = torch.tensor([10000.0 ** (-i / 8) for i in (0, 2, 4, 6)])
+    torch.testing.assert_close(ours.frequencies(), written)
