@@ -45,7 +45,10 @@ GQA = ("tests/unit/test_gqa.py",)
 ROTARY = ("tests/unit/test_rotary.py",)
 KV_CACHE = ("tests/unit/test_kv_cache.py",)
 LLAMA = ("tests/llama/test_llama_reference.py",)
-TOKENIZER = ("tests/llama/test_llama_reference.py",)
+TOKENIZER = ("tests/llama/test_llama_reference.py", "tests/llama/test_llama_model.py")
+RECALL = ("tests/unit/test_recall.py",)
+SAMPLING = ("tests/llama/test_llama_temperature.py",)
+CHECKS = ("tests/contract/test_errors.py",)
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,26 @@ MUTANTS = (
         "x_max = torch.zeros_like(x.amax(dim=dim, keepdim=True))",
         FUNCTIONAL,
     ),
+    Mutant(
+        "softmax-shift-detached",
+        "src/attnlab/functional.py",
+        "x_max = row_shift(x.amax(dim=dim, keepdim=True))",
+        "x_max = row_shift(x.amax(dim=dim, keepdim=True)).detach()",
+        (*FUNCTIONAL, "tests/unit/test_flash_backward.py"),
+        equivalent=(
+            "softmax(x - m) does not depend on m, so the gradient through the shift is "
+            "zero: detaching it changes neither the output nor (beyond rounding) the "
+            "gradient; PyTorch's own softmax does the same"
+        ),
+    ),
+    Mutant(
+        "kernel-checks-its-query-again",
+        "src/attnlab/functional.py",
+        "    if call.group > 1:  # (N, ..., Hkv, S, E) -> (N, ..., Hkv * group, S, E)\n",
+        '    query = check_floating("query", query)\n'
+        "    if call.group > 1:  # (N, ..., Hkv, S, E) -> (N, ..., Hkv * group, S, E)\n",
+        CHECKS,
+    ),
     # --- flash -------------------------------------------------------------------------
     Mutant(
         "flash-old-sums-not-rescaled",
@@ -174,8 +197,8 @@ MUTANTS = (
     Mutant(
         "gqa-group-of-one",
         "src/attnlab/attention_heads.py",
-        "group = self.num_heads // self.num_kv_heads",
-        "group = 1",
+        "group=self.num_heads // self.num_kv_heads,",
+        "group=1,",
         GQA,
     ),
     Mutant(
@@ -205,6 +228,13 @@ MUTANTS = (
         "src/attnlab/rotary.py",
         "emb = torch.cat([angles, angles], dim=-1)  # (T, D)",
         "emb = angles.repeat_interleave(2, dim=-1)  # (T, D)",
+        ROTARY,
+    ),
+    Mutant(
+        "rotary-default-base-1000",
+        "src/attnlab/rotary.py",
+        "def __init__(self, head_dim: int, theta: float = 10000.0) -> None:",
+        "def __init__(self, head_dim: int, theta: float = 1000.0) -> None:",
         ROTARY,
     ),
     # --- KV cache ----------------------------------------------------------------------
@@ -243,6 +273,35 @@ MUTANTS = (
         "x = x + self.ffn(self.ffn_norm(x))  # residual: (B, T, d_model)",
         "x = self.ffn(self.ffn_norm(x))  # residual: (B, T, d_model)",
         LLAMA,
+    ),
+    Mutant(
+        "rmsnorm-default-eps-1e-6",
+        "src/attnlab/llama/model.py",
+        "def __init__(self, d_model: int, eps: float = 1e-5) -> None:",
+        "def __init__(self, d_model: int, eps: float = 1e-6) -> None:",
+        ("tests/llama/test_llama_model.py",),
+    ),
+    # --- generation, the recall model: the bugs issue 28 found surviving ----------------
+    Mutant(
+        "generate-ignores-its-temperature",
+        "src/attnlab/llama/generate.py",
+        "scores = (below_max.double() / sampling.temperature).float()",
+        "scores = below_max.double().float()",
+        SAMPLING,
+    ),
+    Mutant(
+        "recall-scores-summed-over-heads",
+        "src/attnlab/recall.py",
+        "return scores.mean(dim=0)",
+        "return scores.sum(dim=0)",
+        RECALL,
+    ),
+    Mutant(
+        "recall-scores-without-the-query-gain",
+        "src/attnlab/recall.py",
+        "attention.W_query(embeddings * model.query_gain)",
+        "attention.W_query(embeddings)",
+        RECALL,
     ),
     # --- the tokenizer's pre-tokenisation ----------------------------------------------
     Mutant(

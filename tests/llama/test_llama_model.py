@@ -243,6 +243,19 @@ def test_tokenizer_refuses_bad_input() -> None:
         tokenizer.decode([1.5])
 
 
+def test_pre_tokenisation_cuts_every_digit_off_even_where_a_merge_would_join_them() -> None:
+    """SmolLM2's vocabulary has no multi-digit token, so this is tried on a tiny one that
+    merges "1 2", "Ġ a" and "a a": digits stay single (the "smollm" pre-tokenizer), a space
+    joins the word after it (GPT-2's pattern, no prefix space added), and words merge."""
+    from attnlab.llama.tokenizer import Tokenizer
+
+    tokens = ["<s>", "1", "2", "12", "a", "Ġ", "Ġa", "aa"]
+    tiny = Tokenizer(tokens, ["1 2", "Ġ a", "a a"], special_ids=[0], bos_token_id=0, eos_token_id=0)
+    assert tiny.tokenize("12 a aa 2112") == ["1", "2", "Ġa", "Ġa", "a", "Ġ", "2", "1", "1", "2"]
+    assert tiny.tokenize("aa") == ["aa"]  # the merge applies within a word
+    assert tiny.encode("12") == [1, 2]
+
+
 def test_rmsnorm_default_eps_is_1e_5_under_the_root() -> None:
     """RMSNorm(d) = x / sqrt(mean(x^2) + 1e-5) * weight, written out on inputs small
     enough (~1e-3) that the epsilon and where it sits change the result."""
