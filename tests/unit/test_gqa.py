@@ -1,6 +1,6 @@
 """GroupedQueryAttention: equal to Hugging Face's ``LlamaAttention`` (MHA, GQA and MQA,
-built from a small random config, nothing downloaded) and to its own explicit backend
-with a sliding window."""
+built from a small random config, nothing downloaded), with a sliding window too (given
+the band mask ``i - W < j <= i``, checked against transformers' own window rule)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,8 @@ def test_from_hf_equals_llama_attention(implementation: str, heads: int, kv_head
             torch.testing.assert_close(torch.cat(chunks, dim=1), expected, atol=1e-5, rtol=1e-5)
 
 
-def test_window_module_equals_masked_reference() -> None:
+def test_window_module_flash_equals_explicit_and_the_window_matters() -> None:
+    """Backend consistency only (the independent reference is the band-mask test below)."""
     torch.manual_seed(1)
     module = GroupedQueryAttention(16, num_heads=2, window=3, backend="flash")
     x = torch.randn(9, 16)
