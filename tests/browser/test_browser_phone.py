@@ -121,11 +121,15 @@ EAGER_IMAGES_JS = """() => document.querySelectorAll('img[loading="lazy"]')
 
 
 def site_pages(site: Path) -> list[str]:
-    """Every HTML page of the built site, as paths relative to it (404 page included)."""
+    """Every HTML page of the built site, as paths relative to it.
+
+    The 404 page is left out: its links are absolute under the project subpath of
+    ``site_url``, so it only renders served there (tests/browser/test_browser_disk.py).
+    """
     return sorted(
         path.relative_to(site).as_posix()
         for path in site.rglob("*.html")
-        if path.relative_to(site).parts[0] not in {"assets", "search"}
+        if path.relative_to(site).parts[0] not in {"assets", "search"} and path.name != "404.html"
     )
 
 

@@ -1,4 +1,4 @@
-"""attnlab.llama.interpret's experiments: StreamingLLM's mask, masked logits, copying.
+"""attnlab.llama.experiments: StreamingLLM's mask, masked logits, copying.
 
 Each function is checked against an independent computation: the mask against its
 definition as a loop, ``masked_logits`` against the model's own forward (causal, and
@@ -17,7 +17,7 @@ pytest.importorskip("tokenizers", reason="the llm extra is not installed")
 
 from attnlab.bench import load_results
 from attnlab.llama import LlamaConfig, LlamaModel
-from attnlab.llama.interpret import (
+from attnlab.llama.experiments import (
     head_direct_logits,
     long_text,
     masked_logits,

@@ -1,8 +1,8 @@
 """StreamingLLM on SmolLM2 (``streaming``): a sliding window with and without sinks.
 
 Not a timing: the mean next-token loss of SmolLM2-135M-Instruct on the package's long
-text ([`long_text`][attnlab.llama.interpret.long_text], its first 1,024 tokens) when
-every layer attends through a [`streaming_mask`][attnlab.llama.interpret.streaming_mask]:
+text ([`long_text`][attnlab.llama.experiments.long_text], its first 1,024 tokens) when
+every layer attends through a [`streaming_mask`][attnlab.llama.experiments.streaming_mask]:
 a sliding window alone, the window plus the first tokens (Xiao et al. 2023's *attention
 sinks*), and full causal attention. Recorded because the full run takes a minute on a
 CPU; the chapter re-runs a short version in a few seconds.
@@ -46,7 +46,7 @@ def streaming_worker(spec: dict[str, Any]) -> dict[str, Any]:
     import torch.nn.functional as F
 
     from ..llama import load_smollm2
-    from ..llama.interpret import long_text, masked_logits, mean_loss, streaming_mask
+    from ..llama.experiments import long_text, masked_logits, mean_loss, streaming_mask
 
     torch.set_num_threads(1)
     model, tokenizer = load_smollm2()
@@ -85,7 +85,7 @@ def run_streaming_experiment(quick: bool = False) -> dict[str, Any]:
         "machine": machine_info(),
         "quick": quick,
         "model": "SmolLM2-135M-Instruct (Q4_1 GGUF, dequantised to float32), B = 1",
-        "text": "attnlab.llama.interpret.long_text(), first T tokens",
+        "text": "attnlab.llama.experiments.long_text(), first T tokens",
         "config": {key: spec[key] for key in ("T", "start", "bucket")},
         **measured,
     }
