@@ -17,8 +17,10 @@ and measure what heads are for: [`copy_losses`][attnlab.llama.interpret.copy_los
 (the model's loss on each copy), with heads switched off through
 ``model(ids, ablate=...)`` ([`as_ablation`][attnlab.llama.interpret.as_ablation]).
 
-Experiments that run the model another way (StreamingLLM's window, one head's direct
-effect on the logits) live in [`attnlab.llama.experiments`][attnlab.llama.experiments].
+Experiments that run the model another way live in ``attnlab.llama.experiments``:
+StreamingLLM's window ([`streaming_mask`][attnlab.llama.experiments.streaming_mask]) and
+one head's direct effect on the logits
+([`head_direct_logits`][attnlab.llama.experiments.head_direct_logits]).
 
 Shape legend: ``B`` sequences, ``N`` layers, ``H`` query heads, ``T`` tokens. Layers,
 heads and positions count from zero, as in the code.
