@@ -450,6 +450,26 @@ def check_integer_tensor(name: str, value: object, wanted: str = "integer token 
     return tensor
 
 
+def check_logits_and_ids(logits: object, input_ids: object) -> tuple[Tensor, Tensor]:
+    """Return floating ``logits`` ``(B, T, V)`` and integer ``input_ids`` as ``(B, T)``.
+
+    ``input_ids`` may be one sequence ``(T,)``; it comes back with a batch dim of 1.
+
+    Raises:
+        TypeError: ``logits`` is not a floating tensor or ``input_ids`` not an integer one.
+        ValueError: ``logits`` is not ``(B, T, V)`` for the ``(B, T)`` of ``input_ids``.
+    """
+    logits = check_floating("logits", logits)
+    ids = check_integer_tensor("input_ids", input_ids)
+    ids = ids.unsqueeze(0) if ids.dim() == 1 else ids  # (B, T)
+    if logits.dim() != 3 or ids.dim() != 2 or logits.shape[:2] != ids.shape:
+        raise ValueError(
+            f"logits must have shape (B, T, V) with (B, T) the shape of input_ids "
+            f"{format_shape(ids.shape)}; got shape {format_shape(logits.shape)}"
+        )
+    return logits, ids
+
+
 def check_token_range(name: str, ids: Tensor, vocab_size: int) -> Tensor:
     """Return integer ``ids`` as int64 if every one is in ``0 .. vocab_size - 1``, else raise.
 

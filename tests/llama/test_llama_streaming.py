@@ -178,6 +178,16 @@ def test_head_direct_logits_equal_the_layer_with_every_other_head_off() -> None:
             "start must be in 1 .. T-1 = 4; got 5",
         ),
         (
+            lambda: mean_loss(torch.zeros(1, 3, 8), torch.tensor([1, 8, 2]), 1),
+            ValueError,
+            r"input_ids must be token ids in 0 \.\. 7; got .*8",
+        ),
+        (
+            lambda: mean_loss(torch.zeros(1, 3, 8), torch.tensor([1.0, 2.0, 3.0]), 1),
+            TypeError,
+            "input_ids must hold integer token ids",
+        ),
+        (
             lambda: head_direct_logits(_tiny_model(), _ids(4), 3, 0),
             ValueError,
             "layer must be in 0 .. 2; got 3",

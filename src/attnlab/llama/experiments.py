@@ -24,8 +24,10 @@ from torch import Tensor
 from .._validation import (
     check_int,
     check_length,
+    check_logits_and_ids,
     check_positive_int,
     check_tensor,
+    check_token_range,
     format_shape,
 )
 from .model import DecoderBlock, LlamaModel
@@ -175,24 +177,20 @@ def mean_loss(logits: Tensor, input_ids: Tensor, start: int = 1) -> float:
         The mean loss, as a Python float.
 
     Raises:
-        TypeError: ``logits`` or ``input_ids`` is not a tensor, or ``start`` not an int.
-        ValueError: The shapes do not match or ``start`` is out of range.
+        TypeError: ``logits`` is not a floating tensor, ``input_ids`` not an integer one,
+            or ``start`` not an int.
+        ValueError: The shapes do not match, an id is outside the vocabulary
+            ``0 .. V-1``, or ``start`` is out of range.
 
     Shape:
         logits: ``(B, T, V)``; input_ids: ``(B, T)`` or ``(T,)``.
     """
-    logits = check_tensor("logits", logits)
-    input_ids = check_tensor("input_ids", input_ids)
-    ids = input_ids.unsqueeze(0) if input_ids.dim() == 1 else input_ids
-    if logits.dim() != 3 or ids.dim() != 2 or logits.shape[:2] != ids.shape:
-        raise ValueError(
-            f"logits must have shape (B, T, V) with (B, T) the shape of input_ids "
-            f"{format_shape(ids.shape)}; got shape {format_shape(logits.shape)}"
-        )
+    logits, ids = check_logits_and_ids(logits, input_ids)  # (B, T, V), (B, T)
     T = ids.shape[1]
     start = check_int("start", start)
     if not 1 <= start <= T - 1:
         raise ValueError(f"start must be in 1 .. T-1 = {T - 1}; got {start}")
+    ids = check_token_range("input_ids", ids, logits.shape[-1])  # int64
     with torch.no_grad():
         losses = F.cross_entropy(
             logits[:, start - 1 : -1].transpose(1, 2).float(), ids[:, start:], reduction="none"

@@ -36,9 +36,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .._validation import (
-    check_floating,
-    check_integer_tensor,
     check_length,
+    check_logits_and_ids,
     check_seed,
     check_tensor,
     check_token_range,
@@ -276,14 +275,7 @@ def copy_losses(logits: Tensor, input_ids: Tensor, length: int) -> CopyLosses:
     Shape:
         logits: ``(B, T, V)``; input_ids: ``(B, T)`` or ``(T,)``.
     """
-    logits = check_floating("logits", logits)
-    input_ids = check_integer_tensor("input_ids", input_ids)
-    ids = input_ids.unsqueeze(0) if input_ids.dim() == 1 else input_ids
-    if logits.dim() != 3 or ids.dim() != 2 or logits.shape[:2] != ids.shape:
-        raise ValueError(
-            f"logits must have shape (B, T, V) with (B, T) the shape of input_ids "
-            f"{format_shape(ids.shape)}; got shape {format_shape(logits.shape)}"
-        )
+    logits, ids = check_logits_and_ids(logits, input_ids)  # (B, T, V), (B, T)
     T = ids.shape[1]
     length = _check_length(length, T)
     ids = check_token_range("input_ids", ids, logits.shape[-1])  # int64
