@@ -13,7 +13,8 @@ import torch.nn.functional as F
 
 pytest.importorskip("tokenizers", reason="the llm extra is not installed")
 
-from attnlab.llama import LlamaConfig, LlamaModel
+from tiny_llama import tiny_model
+
 from attnlab.llama.interpret import (
     as_ablation,
     attention_maps,
@@ -28,26 +29,6 @@ from attnlab.llama.interpret import (
 
 pytestmark = pytest.mark.xdist_group("smollm2")
 
-TINY = LlamaConfig(
-    vocab_size=64,
-    d_model=32,
-    num_layers=3,
-    num_heads=4,
-    num_kv_heads=2,
-    head_dim=8,
-    ffn_dim=48,
-    context_length=64,
-)
-
-
-def _tiny_model() -> LlamaModel:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = LlamaModel(TINY)
-        for p in model.parameters():
-            p.requires_grad_(False)
-    return model.eval()
-
 
 def _random_maps(B: int, N: int, H: int, T: int, seed: int = 0) -> torch.Tensor:
     """Causal rows that sum to one, from a seeded generator."""
@@ -57,9 +38,9 @@ def _random_maps(B: int, N: int, H: int, T: int, seed: int = 0) -> torch.Tensor:
     return torch.softmax(scores.masked_fill(hidden, float("-inf")), dim=-1)
 
 
-def test_attention_maps_stack_every_layer_of_a_tiny_model() -> None:
+def test_attention_maps_stack_every_layer_of_atiny_model() -> None:
     """(B, N, H, T, T): the model's own per-layer weights, causal rows summing to one."""
-    model = _tiny_model()
+    model = tiny_model()
     ids = torch.randint(0, 64, (2, 7), generator=torch.Generator().manual_seed(1))
     maps = attention_maps(model, ids)
     assert maps.shape == (2, 3, 4, 7, 7)
@@ -157,7 +138,7 @@ def test_top_random_heads_and_ablation_dict() -> None:
 
 def test_ablating_through_the_dict_changes_only_later_layers() -> None:
     """as_ablation's dict is what model(ablate=...) takes: layer 2 off leaves layers 0-1 alone."""
-    model = _tiny_model()
+    model = tiny_model()
     ids = torch.arange(10).unsqueeze(0)
     base = attention_maps(model, ids)
     with torch.no_grad():

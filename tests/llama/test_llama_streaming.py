@@ -15,8 +15,10 @@ import torch
 
 pytest.importorskip("tokenizers", reason="the llm extra is not installed")
 
+from tiny_llama import TINY, tiny_model
+
 from attnlab.bench import load_results
-from attnlab.llama import LlamaConfig, LlamaModel
+from attnlab.llama import LlamaModel
 from attnlab.llama.experiments import (
     head_direct_logits,
     long_text,
@@ -27,28 +29,7 @@ from attnlab.llama.experiments import (
 
 pytestmark = pytest.mark.xdist_group("smollm2")
 
-TINY = LlamaConfig(
-    vocab_size=64,
-    d_model=32,
-    num_layers=3,
-    num_heads=4,
-    num_kv_heads=2,
-    head_dim=8,
-    ffn_dim=48,
-    context_length=64,
-)
-
-
 NO_KEY_0 = torch.arange(3) > 0  # (3,): hides key 0, so query 0 sees nothing
-
-
-def _tiny_model() -> LlamaModel:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = LlamaModel(TINY)
-        for p in model.parameters():
-            p.requires_grad_(False)
-    return model.eval()
 
 
 def _ids(T: int, seed: int = 1) -> torch.Tensor:
@@ -87,7 +68,7 @@ def _plain_forward(model: LlamaModel, ids: torch.Tensor, mask: torch.Tensor) -> 
 
 def test_masked_logits_equal_the_model_and_a_plain_forward() -> None:
     """Causal mask: model(ids); window alone: the layers' own window; sinks: a plain forward."""
-    model = _tiny_model()
+    model = tiny_model()
     ids = _ids(12)
     assert torch.allclose(masked_logits(model, ids, streaming_mask(12, 12)), model(ids), atol=1e-5)
     for block in model.layers:
@@ -123,7 +104,7 @@ def test_mean_loss_is_the_token_by_token_cross_entropy() -> None:
 
 def test_head_direct_logits_equal_the_layer_with_every_other_head_off() -> None:
     """The layer's own output with only one head on, through the final norm's scale."""
-    model = _tiny_model()
+    model = tiny_model()
     ids = _ids(10)
     layer, head = 1, 2
     seen: dict[str, torch.Tensor] = {}
@@ -156,17 +137,17 @@ def test_head_direct_logits_equal_the_layer_with_every_other_head_off() -> None:
         (lambda: streaming_mask(5, 2.0), TypeError, "window must be a positive int; got float"),
         (lambda: streaming_mask(5, 2, -1), ValueError, "sinks must be an int >= 0; got -1"),
         (
-            lambda: masked_logits(_tiny_model(), _ids(5), streaming_mask(6, 2)),
+            lambda: masked_logits(tiny_model(), _ids(5), streaming_mask(6, 2)),
             ValueError,
             r"mask must have shape \(T, T\) = \(5, 5\) .* got shape \(6, 6\)",
         ),
         (
-            lambda: masked_logits(_tiny_model(), _ids(5), torch.ones(5, 5)),
+            lambda: masked_logits(tiny_model(), _ids(5), torch.ones(5, 5)),
             TypeError,
             "mask must be a bool tensor",
         ),
         (
-            lambda: masked_logits(_tiny_model(), _ids(3), streaming_mask(3, 2) & NO_KEY_0),
+            lambda: masked_logits(tiny_model(), _ids(3), streaming_mask(3, 2) & NO_KEY_0),
             ValueError,
             "all-False row",
         ),
@@ -188,12 +169,12 @@ def test_head_direct_logits_equal_the_layer_with_every_other_head_off() -> None:
             "input_ids must hold integer token ids",
         ),
         (
-            lambda: head_direct_logits(_tiny_model(), _ids(4), 3, 0),
+            lambda: head_direct_logits(tiny_model(), _ids(4), 3, 0),
             ValueError,
             "layer must be in 0 .. 2; got 3",
         ),
         (
-            lambda: head_direct_logits(_tiny_model(), _ids(4), 0, True),
+            lambda: head_direct_logits(tiny_model(), _ids(4), 0, True),
             TypeError,
             "head must be an int",
         ),

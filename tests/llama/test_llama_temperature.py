@@ -8,32 +8,21 @@ temperatures tried are large enough to make a draw differ from greedy decoding.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
+from tiny_llama import TINY, tiny_model
 
-from attnlab.llama import LlamaConfig, LlamaModel
+from attnlab.llama import LlamaModel
 from attnlab.llama.generate import Sampling, pick_next_tokens
 
-TINY = LlamaConfig(
-    vocab_size=64,
-    d_model=32,
-    num_layers=2,
-    num_heads=4,
-    num_kv_heads=2,
-    head_dim=8,
-    ffn_dim=48,
-    context_length=64,
-)
+TWO_LAYERS = replace(TINY, num_layers=2)
 
 
 @pytest.fixture(scope="module")
 def model() -> LlamaModel:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        tiny = LlamaModel(TINY).eval()
-    for parameter in tiny.parameters():
-        parameter.requires_grad_(False)
-    return tiny
+    return tiny_model(TWO_LAYERS)
 
 
 def prompts() -> torch.Tensor:
