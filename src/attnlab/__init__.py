@@ -39,6 +39,7 @@ from .multihead import CrossAttention, MultiHeadAttention, MultiHeadAttentionWra
 from .ring import ring_attention
 from .rotary import RotaryEmbedding, rotate_half
 from .self_attention import SelfAttentionV1, SelfAttentionV2
+from .split_kv import split_kv_attention
 
 __all__ = [
     "BACKENDS",
@@ -82,4 +83,5 @@ __all__ = [
     "sliding_window_mask",
     "softmax",
     "softmax_naive",
+    "split_kv_attention",
 ]
