@@ -27,7 +27,7 @@ from .functional import (
     softmax_naive,
 )
 from .gqa import GroupedQueryAttention
-from .kv_cache import KVCache, kv_cache_bytes_per_token
+from .kv_cache import Cache, KVCache, kv_cache_bytes_per_token, mla_cache_bytes_per_token
 from .masks import (
     causal_mask,
     decoder_mask,
@@ -49,6 +49,7 @@ __all__ = [
     "AttentionHeads",
     "AttentionOutput",
     "Backend",
+    "Cache",
     "CausalAttention",
     "CrossAttention",
     "GroupedQueryAttention",
@@ -74,6 +75,7 @@ __all__ = [
     "kv_cache_bytes_per_token",
     "mask_from_torch",
     "mask_to_torch",
+    "mla_cache_bytes_per_token",
     "register_kernel",
     "repeat_kv_heads",
     "ring",

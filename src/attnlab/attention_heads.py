@@ -38,7 +38,7 @@ from ._validation import (
 )
 from .backends import Backend, run_kernel
 from .functional import AttentionCall, attention_kernel
-from .kv_cache import KVCache
+from .kv_cache import Cache, KVCache
 from .masks import causal_mask, combine_masks, padding_to_attn_mask
 
 __all__ = ["AttentionHeads", "AttentionOutput", "PositionEmbeddings"]
@@ -130,7 +130,7 @@ class AttentionHeads(nn.Module):
         *,
         attn_mask: Tensor | None = None,
         key_padding_mask: Tensor | None = None,
-        cache: KVCache | None = None,
+        cache: Cache | None = None,
         position_embeddings: PositionEmbeddings | None = None,
         ablate_heads: Iterable[int] = (),
         need_weights: Literal[False] = False,
@@ -146,7 +146,7 @@ class AttentionHeads(nn.Module):
         *,
         attn_mask: Tensor | None = None,
         key_padding_mask: Tensor | None = None,
-        cache: KVCache | None = None,
+        cache: Cache | None = None,
         position_embeddings: PositionEmbeddings | None = None,
         ablate_heads: Iterable[int] = (),
         need_weights: Literal[True],
@@ -161,7 +161,7 @@ class AttentionHeads(nn.Module):
         *,
         attn_mask: Tensor | None = None,
         key_padding_mask: Tensor | None = None,
-        cache: KVCache | None = None,
+        cache: Cache | None = None,
         position_embeddings: PositionEmbeddings | None = None,
         ablate_heads: Iterable[int] = (),
         need_weights: bool = False,
@@ -224,6 +224,10 @@ class AttentionHeads(nn.Module):
         )
         if cache is not None:
             keys, values = cache.append(keys, values)  # (B, Hkv, S, D), (B, Hkv, S, Dv)
+            if keys.shape[-2] < S:  # a rolling buffer keeps the last positions only
+                S = keys.shape[-2]
+                attn_mask = None if attn_mask is None else attn_mask[..., -S:]
+                key_padding_mask = None if key_padding_mask is None else key_padding_mask[..., -S:]
         mask, is_causal = self.attention_mask(L, S, attn_mask, key_padding_mask, query, past)
         context_vecs, attn_weights = self.attend_heads(
             queries, keys, values, mask, is_causal, need_weights
@@ -425,8 +429,10 @@ class AttentionHeads(nn.Module):
         """Check ``cache`` (``None`` or a KVCache); the number of cached positions."""
         if cache is None:
             return 0
-        if not isinstance(cache, KVCache):
-            raise TypeError(f"cache must be a KVCache or None; got {type(cache).__name__}")
+        if not isinstance(cache, Cache):
+            raise TypeError(
+                f"cache must be a Cache (e.g. KVCache) or None; got {type(cache).__name__}"
+            )
         return len(cache)
 
     def _check_call(

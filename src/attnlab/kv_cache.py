@@ -1,13 +1,29 @@
-"""A key/value cache: decoding one token at a time without recomputing the past.
+"""Key/value caches: decoding token by token without recomputing the past.
 
-In causal self-attention a token's key and value never change once computed (later
-tokens cannot influence earlier ones). A decoder that generates text token by token can
-therefore keep them: each step projects only the new token(s) and attends over the
-cached keys and values plus its own. [`KVCache`][attnlab.KVCache] holds them for one
-attention layer.
+A token's key and value never change once computed in causal attention, so a decoder
+keeps them and each step projects only its new tokens. A cache is one of the parts of
+the composed attention ([`AttentionHeads`][attnlab.AttentionHeads]); the protocol it
+follows is [`Cache`][attnlab.Cache]:
+
+* ``len(cache)``: positions seen so far, which is the position of the next token
+  (rotary and ALiBi count from it);
+* ``cache.append(keys, values)``: store a chunk's entries and return those the chunk's
+  queries attend to, oldest first, the chunk's own last. A rolling buffer may return
+  fewer than ``len(cache)`` positions (the layer then applies the last columns of the
+  caller's masks), a paged or quantised cache may store something else and return
+  dense tensors;
+* ``cache.nbytes``: the bytes it holds, and ``cache.batch_size`` (``None`` while empty
+  or unknown), which a model checks before any layer writes.
+
+What the entries are is the attention's business, not the cache's: multi-head and
+grouped-query attention append rotated keys ``(B, Hkv, T, D)`` and values
+``(B, Hkv, T, Dv)``; latent attention appends its rotated shared key ``(B, 1, T, Dr)``
+and its latent ``(B, 1, T, r)``. [`KVCache`][attnlab.KVCache] stores either.
 """
 
 from __future__ import annotations
+
+from abc import ABC, abstractmethod
 
 import torch
 from torch import Tensor
@@ -20,7 +36,13 @@ from ._validation import (
     format_shape,
 )
 
-__all__ = ["KVCache", "kv_cache_bytes_per_token"]
+__all__ = ["Cache", "KVCache", "kv_cache_bytes_per_token", "mla_cache_bytes_per_token"]
+
+
+def _check_dtype(dtype: object) -> torch.dtype:
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype must be a torch.dtype; got {type(dtype).__name__} {dtype!r}")
+    return dtype
 
 
 def kv_cache_bytes_per_token(
@@ -28,34 +50,64 @@ def kv_cache_bytes_per_token(
 ) -> int:
     """Bytes a model's KV cache holds per token: ``2 * layers * Hkv * D`` numbers.
 
-    Every layer keeps one key and one value of width ``head_dim`` per key/value head
-    for every token, whatever the number of query heads.
-
-    Args:
-        num_layers: Attention layers of the model.
-        num_kv_heads: Key/value heads ``Hkv`` per layer (``H`` for multi-head attention,
-            ``1`` for multi-query attention).
-        head_dim: Width ``D`` of a head.
-        dtype: The cache's number format (16-bit by default).
-
-    Returns:
-        The bytes per token, keys and values of every layer together.
+    One key and one value per key/value head and layer, whatever the query heads
+    (``num_kv_heads``: ``H`` for multi-head attention, ``1`` for multi-query).
     """
     layers = check_positive_int("num_layers", num_layers)
     kv_heads = check_positive_int("num_kv_heads", num_kv_heads)
     width = check_positive_int("head_dim", head_dim)
-    if not isinstance(dtype, torch.dtype):
-        raise TypeError(f"dtype must be a torch.dtype; got {type(dtype).__name__} {dtype!r}")
-    return 2 * layers * kv_heads * width * dtype.itemsize
+    return 2 * layers * kv_heads * width * _check_dtype(dtype).itemsize
 
 
-class KVCache:
-    """The keys and values of the tokens seen so far, for one attention layer.
+def mla_cache_bytes_per_token(
+    num_layers: int, kv_lora_rank: int, qk_rope_head_dim: int, dtype: torch.dtype = torch.bfloat16
+) -> int:
+    """Bytes latent attention caches per token: ``layers * (r + Dr)`` numbers.
 
-    ``cache = KVCache()`` starts empty; ``keys, values = cache.append(new_keys,
-    new_values)`` adds a chunk of positions at the end and returns everything cached.
-    ``len(cache)`` is the number of positions held, which is also the position of the
-    next token.
+    Multi-head latent attention keeps one latent of
+    width ``kv_lora_rank`` (``r``) and one shared rotary key of width
+    ``qk_rope_head_dim`` (``Dr``) per token and layer, whatever the heads. DeepSeek-V2
+    (``r = 4 D``, ``Dr = D / 2``) caches ``4.5 D`` numbers: grouped-query attention with
+    2.25 groups.
+    """
+    layers = check_positive_int("num_layers", num_layers)
+    rank = check_positive_int("kv_lora_rank", kv_lora_rank)
+    rope = check_positive_int("qk_rope_head_dim", qk_rope_head_dim)
+    return layers * (rank + rope) * _check_dtype(dtype).itemsize
+
+
+class Cache(ABC):
+    """The cache part's protocol (see the module's text): subclass it for a new cache.
+
+    Shape:
+        keys: ``(B, Hc, T, Dk)``; values: ``(B, Hc, T, Dv)``; ``append`` returns
+        ``(B, Hc, S, Dk)`` and ``(B, Hc, S, Dv)``, the chunk's ``T`` positions last.
+    """
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """Positions seen so far: the position of the next token."""
+
+    @abstractmethod
+    def append(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
+        """Store a chunk; return the keys and values its queries attend to."""
+
+    @property
+    @abstractmethod
+    def nbytes(self) -> int:
+        """Bytes held."""
+
+    @property
+    def batch_size(self) -> int | None:
+        """Rows held, or ``None`` while empty (or when the cache cannot tell)."""
+        return None
+
+
+class KVCache(Cache):
+    """Every position's keys and values so far, for one attention layer.
+
+    ``keys, values = cache.append(new_keys, new_values)`` adds a chunk at the end and
+    returns everything cached; ``len(cache)`` counts the positions.
 
     Shape:
         keys and values: ``(B, Hkv, S, D)``; a chunk: ``(B, Hkv, T, D)``.
@@ -75,18 +127,17 @@ class KVCache:
             return 0
         return self.keys.nbytes + self.values.nbytes
 
+    @property
+    def batch_size(self) -> int | None:
+        """``B`` of the cached keys (``None`` while empty or unbatched)."""
+        keys = self.keys
+        return None if keys is None or keys.dim() < 4 else keys.shape[0]
+
     def append(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
-        """Add a chunk's keys and values after the cached ones; return all of them.
-
-        Args:
-            keys: The new positions' keys.
-            values: The new positions' values.
-
-        Returns:
-            ``(keys, values)`` of every position so far.
+        """Add a chunk after the cached positions; return every position so far.
 
         Shape:
-            keys, values: ``(..., T, D)``; outputs: ``(..., S + T, D)``.
+            keys: ``(..., T, D)``; values: ``(..., T, Dv)``; outputs ``(..., S + T, ·)``.
         """
         keys = check_floating("keys", keys)
         values = check_floating("values", values)
@@ -106,11 +157,12 @@ class KVCache:
                     f"keys and values must have the cached dtype {self.keys.dtype}; "
                     f"got {keys.dtype} and {values.dtype}"
                 )
-            if keys.shape[:-2] != self.keys.shape[:-2] or keys.shape[-1] != self.keys.shape[-1]:
-                raise ValueError(
-                    f"keys must have shape (..., T, D) matching the cache's "
-                    f"{format_shape(self.keys.shape)} but for T; got {format_shape(keys.shape)}"
-                )
+            for name, new, old in (("keys", keys, self.keys), ("values", values, self.values)):
+                if new.shape[:-2] != old.shape[:-2] or new.shape[-1] != old.shape[-1]:
+                    raise ValueError(
+                        f"{name} must have shape (..., T, D) matching the cache's "
+                        f"{format_shape(old.shape)} but for T; got {format_shape(new.shape)}"
+                    )
             self.keys = torch.cat([self.keys, keys], dim=-2)
             self.values = torch.cat([self.values, values], dim=-2)
         return self.keys, self.values

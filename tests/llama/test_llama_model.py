@@ -217,7 +217,7 @@ def test_tokenizer_round_trips_and_knows_its_special_tokens() -> None:
             r"heads must be ints in 0 \.\. 8",
         ),
         (lambda m: m(torch.tensor([1]), ablate=[0]), TypeError, "ablate must be a dict"),
-        (lambda m: m(torch.tensor([1]), cache=[]), TypeError, "list of 30 KVCache"),
+        (lambda m: m(torch.tensor([1]), cache=[]), TypeError, "list of 30 caches"),
         (
             lambda m: m(torch.tensor([1], device="meta")),
             ValueError,

@@ -48,8 +48,7 @@ REFUSED = {
     "a cache of another batch size": (
         model_call(lambda m: m(IDS.repeat(2, 1), cache=_filled_caches(m))),
         ValueError,
-        r"cache must hold keys of shape \(B, Hkv, S, D\) with B = 2 like input_ids; "
-        r"got shape \(1, 3, 3, 64\)",
+        r"cache must hold keys of shape \(B, Hkv, S, D\) with B = 2 like input_ids; got B = 1",
     ),
     "temperature=nan": (
         model_call(lambda m: m.generate(IDS, 2, temperature=float("nan"))),

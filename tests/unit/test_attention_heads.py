@@ -179,7 +179,7 @@ def test_ablate_heads_is_an_ordinary_keyword_on_every_layer() -> None:
         ({"ablate_heads": [4]}, ValueError, r"ablate_heads must hold ints in 0 \.\. 3; got 4"),
         ({"ablate_heads": [None]}, ValueError, r"ablate_heads must hold ints .* got None"),
         ({"ablate_heads": 2}, TypeError, "ablate_heads must be an iterable of head indices"),
-        ({"cache": [KVCache()]}, TypeError, "cache must be a KVCache or None; got list"),
+        ({"cache": [KVCache()]}, TypeError, r"cache must be a Cache \(e.g. KVCache\) or None"),
         (
             {"position_embeddings": (torch.ones(5, 3), torch.ones(5, 3))},
             ValueError,

@@ -42,7 +42,7 @@ from .._validation import (
 )
 from ..attention_heads import PositionEmbeddings
 from ..gqa import GroupedQueryAttention
-from ..kv_cache import KVCache
+from ..kv_cache import Cache, KVCache
 from ..rotary import RotaryEmbedding
 from .generate import Sampling, check_attention_mask, generate_tokens, padding_mask
 
@@ -448,10 +448,10 @@ class LlamaModel(nn.Module):
         if (
             not isinstance(cache, list)
             or len(cache) != n
-            or not all(isinstance(c, KVCache) for c in cache)
+            or not all(isinstance(c, Cache) for c in cache)
         ):
             raise TypeError(
-                f"cache must be a list of {n} KVCache (model.new_cache()); got "
+                f"cache must be a list of {n} caches (model.new_cache()); got "
                 f"{type(cache).__name__}"
                 + (f" of length {len(cache)}" if isinstance(cache, list) else "")
             )
@@ -462,11 +462,11 @@ class LlamaModel(nn.Module):
                 f"cache must hold the same number of positions in every layer; "
                 f"got lengths from {lengths[0]} to {lengths[-1]}"
             )
-        keys = cache[0].keys
-        if keys is not None and (keys.dim() != 4 or keys.shape[0] != batch):
+        rows = cache[0].batch_size
+        if rows is not None and rows != batch:
             raise ValueError(
                 f"cache must hold keys of shape (B, Hkv, S, D) with B = {batch} like "
-                f"input_ids; got shape {format_shape(keys.shape)}"
+                f"input_ids; got B = {rows}"
             )
         return lengths[0]
 
