@@ -37,6 +37,17 @@ from .masks import (
 )
 from .multihead import CrossAttention, MultiHeadAttention, MultiHeadAttentionWrapper
 from .ring import ring_attention
+from .rope_scaling import (
+    DynamicNTKScaling,
+    LinearScaling,
+    Llama3Scaling,
+    RopeFrequencies,
+    RopeScaling,
+    ScaledRotaryEmbedding,
+    YarnScaling,
+    rope_frequencies,
+    rope_scaling_from_hf,
+)
 from .rotary import RotaryEmbedding, rotate_half
 from .self_attention import SelfAttentionV1, SelfAttentionV2
 from .split_kv import split_kv_attention
@@ -52,13 +63,20 @@ __all__ = [
     "Cache",
     "CausalAttention",
     "CrossAttention",
+    "DynamicNTKScaling",
     "GroupedQueryAttention",
     "KVCache",
+    "LinearScaling",
+    "Llama3Scaling",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
+    "RopeFrequencies",
+    "RopeScaling",
     "RotaryEmbedding",
+    "ScaledRotaryEmbedding",
     "SelfAttentionV1",
     "SelfAttentionV2",
+    "YarnScaling",
     "additive_attention_scores",
     "attend",
     "attention_scores",
@@ -80,6 +98,8 @@ __all__ = [
     "repeat_kv_heads",
     "ring",
     "ring_attention",
+    "rope_frequencies",
+    "rope_scaling_from_hf",
     "rotate_half",
     "scaled_dot_product_attention",
     "sliding_window_mask",

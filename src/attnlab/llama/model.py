@@ -43,6 +43,7 @@ from .._validation import (
 from ..attention_heads import PositionEmbeddings
 from ..gqa import GroupedQueryAttention
 from ..kv_cache import Cache, KVCache
+from ..rope_scaling import RopeScaling, ScaledRotaryEmbedding
 from ..rotary import RotaryEmbedding
 from .generate import Sampling, check_attention_mask, generate_tokens, padding_mask
 
@@ -75,6 +76,9 @@ class LlamaConfig:
         context_length: The longest sequence the model was trained for.
         bos_token_id: Id of the beginning-of-sequence token.
         eos_token_id: Id of the end-of-sequence token (``<|im_end|>`` for SmolLM2).
+        rope_scaling: Rotary frequencies stretched past the trained length (one of
+            [`rope_frequencies`][attnlab.rope_frequencies]' scalings); ``None``: the
+            trained ones.
     """
 
     vocab_size: int = 49152
@@ -89,6 +93,7 @@ class LlamaConfig:
     context_length: int = 8192
     bos_token_id: int = 1
     eos_token_id: int = 2
+    rope_scaling: RopeScaling | None = None
 
 
 class RMSNorm(nn.Module):
@@ -260,7 +265,11 @@ class LlamaModel(nn.Module):
         self.embed = nn.Embedding(config.vocab_size, config.d_model)
         self.layers = nn.ModuleList(DecoderBlock(config) for _ in range(config.num_layers))
         self.norm = RMSNorm(config.d_model, config.rms_eps)
-        self.rotary = RotaryEmbedding(config.head_dim, config.rope_theta)  # one for all layers
+        self.rotary = (  # one for all layers
+            RotaryEmbedding(config.head_dim, config.rope_theta)
+            if config.rope_scaling is None
+            else ScaledRotaryEmbedding(config.head_dim, config.rope_theta, config.rope_scaling)
+        )
 
     def new_cache(self) -> list[KVCache]:
         """An empty [`KVCache`][attnlab.KVCache] for each layer, for ``forward(..., cache=)``."""
