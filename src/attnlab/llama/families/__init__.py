@@ -1,0 +1,30 @@
+"""One file per model family: its config from the GGUF metadata, its map of tensor names.
+
+Each family module ([`llama`][attnlab.llama.families.llama],
+[`qwen2`][attnlab.llama.families.qwen2], [`qwen3`][attnlab.llama.families.qwen3])
+holds what is particular to it and nothing else: ``ARCHITECTURE`` (the file's
+``general.architecture``), ``config_from_gguf(metadata, tensor_names)`` giving a
+[`LlamaConfig`][attnlab.llama.LlamaConfig], and ``state_dict(config, tensors)`` giving
+the GGUF tensors under [`LlamaModel`][attnlab.llama.LlamaModel]'s parameter names. The
+model knows no GGUF name; [`load_gguf`][attnlab.llama.load_gguf] picks the family.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from . import llama, qwen2, qwen3
+
+__all__ = ["FAMILIES", "family"]
+
+FAMILIES: dict[str, ModuleType] = {m.ARCHITECTURE: m for m in (llama, qwen2, qwen3)}
+
+
+def family(architecture: object) -> ModuleType:
+    """The family module for a file's ``general.architecture``; ValueError if none."""
+    if architecture not in FAMILIES:
+        raise ValueError(
+            f"the GGUF file's architecture {architecture!r} is not supported; "
+            f"attnlab.llama reads {', '.join(sorted(FAMILIES))}"
+        )
+    return FAMILIES[str(architecture)]

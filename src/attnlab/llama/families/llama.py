@@ -1,0 +1,170 @@
+"""The Llama family in GGUF (``general.architecture = "llama"``): SmolLM2, TinyLlama, Llama 3.x.
+
+Its config comes from the ``llama.*`` metadata keys, its tensors from llama.cpp's names
+(``token_embd.weight``, ``blk.{i}.attn_q.weight``, ...). One thing needs undoing: llama.cpp
+pairs the rotary coordinates of a head as neighbours, we (and Hugging Face) as halves, so
+the converter stored the query and key rows reordered
+([`unpermute_rotary_rows`][attnlab.llama.unpermute_rotary_rows]).
+
+The Qwen families ([`qwen2`][attnlab.llama.families.qwen2],
+[`qwen3`][attnlab.llama.families.qwen3]) are this layout plus their own parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+from torch import Tensor
+
+from ..model import LlamaConfig
+
+__all__ = ["ARCHITECTURE", "config_from_gguf", "state_dict", "unpermute_rotary_rows"]
+
+ARCHITECTURE = "llama"
+
+# llama.cpp's tensor names -> LlamaModel's parameters, per layer and for the whole model
+LAYER_TENSORS = {
+    "attn_norm.weight": "attn_norm.weight",
+    "attn_q.weight": "attn.q_proj.weight",
+    "attn_k.weight": "attn.k_proj.weight",
+    "attn_v.weight": "attn.v_proj.weight",
+    "attn_output.weight": "attn.o_proj.weight",
+    "ffn_norm.weight": "ffn_norm.weight",
+    "ffn_gate.weight": "ffn.gate_proj.weight",
+    "ffn_up.weight": "ffn.up_proj.weight",
+    "ffn_down.weight": "ffn.down_proj.weight",
+}
+MODEL_TENSORS = {"token_embd.weight": "embed.weight", "output_norm.weight": "norm.weight"}
+OUTPUT = "output.weight"  # the unembedding, present only where it is not tied
+# tensors the model does not use: Llama 3.1+'s rotary scaling factors would change the
+# positions, so a file carrying them is refused rather than read wrongly
+UNSUPPORTED_TENSORS = {"rope_freqs.weight": "Llama 3.1+'s rotary scaling (rope_freqs)"}
+
+
+def unpermute_rotary_rows(weight: Tensor, num_heads: int) -> Tensor:
+    """Reorder a GGUF query or key projection's rows from llama.cpp's rotary pairs to ours.
+
+    This is the rotary chapter's "two pairings" lesson made real. Rotary embeddings
+    turn a head's ``D`` coordinates in ``D / 2`` pairs. llama.cpp pairs neighbours,
+    ``(0, 1), (2, 3), ...``; Hugging Face's Llama and
+    [`RotaryEmbedding`][attnlab.RotaryEmbedding] pair coordinate ``i`` with
+    ``i + D / 2`` (``rotate_half``). Both are the same rotation once the coordinates
+    are renamed, so llama.cpp's converter reordered each head's rows of ``W_query``
+    and ``W_key`` to suit its pairing. Within a head, GGUF row ``2i`` is our row
+    ``i`` and GGUF row ``2i + 1`` is our row ``i + D / 2``; this puts them back
+    (as transformers' GGUF loader does). The value and output projections are not
+    rotated and stay as they are.
+
+    Example: one head of width 4 stored as rows ``[a0, b0, a1, b1]`` (pair ``i`` is
+    ``(a_i, b_i)``) becomes ``[a0, a1, b0, b1]``.
+
+    Args:
+        weight: The projection as stored, one row per output coordinate.
+        num_heads: Heads in the projection (``H`` for queries, ``Hkv`` for keys).
+
+    Returns:
+        The rows in rotate-half order.
+
+    Shape:
+        weight: ``(num_heads * D, d_model)``; output: the same.
+    """
+    rows = weight.shape[0]
+    if weight.dim() != 2 or rows % (2 * num_heads):
+        raise ValueError(
+            f"weight must have shape (num_heads * D, d_model) with D even, num_heads = "
+            f"{num_heads}; got shape {tuple(weight.shape)}"
+        )
+    D = rows // num_heads
+    pairs = weight.reshape(num_heads, D // 2, 2, -1)  # (H, D/2 pairs, 2 members, d_model)
+    return pairs.transpose(1, 2).reshape(weight.shape)  # (H, 2 halves, D/2, d_model)
+
+
+def read_config(
+    metadata: Mapping[str, Any], tensor_names: Collection[str], arch: str, **family: Any
+) -> LlamaConfig:
+    """The config the ``<arch>.*`` keys describe; ``family`` sets the family's own options.
+
+    The head width is ``<arch>.attention.key_length`` where the file states it (Qwen3's
+    is not ``d_model / H``), else the rotary dimension, else ``d_model / H``.
+    """
+    for name, what in UNSUPPORTED_TENSORS.items():
+        if name in tensor_names:
+            raise ValueError(f"the GGUF file uses {what}, which attnlab.llama does not support")
+
+    def key(name: str, default: Any = None) -> Any:
+        full = f"{arch}.{name}"
+        if full in metadata:
+            return metadata[full]
+        if default is None:
+            raise ValueError(f"the GGUF file lacks the metadata key {full!r}")
+        return default
+
+    d_model, num_heads = int(key("embedding_length")), int(key("attention.head_count"))
+    head_dim = key("attention.key_length", key("rope.dimension_count", d_model // num_heads))
+    vocab = key("vocab_size", len(metadata.get("tokenizer.ggml.tokens") or ()) or None)
+    return LlamaConfig(
+        vocab_size=int(vocab),
+        d_model=d_model,
+        num_layers=int(key("block_count")),
+        num_heads=num_heads,
+        num_kv_heads=int(key("attention.head_count_kv", num_heads)),
+        head_dim=int(head_dim),
+        ffn_dim=int(key("feed_forward_length")),
+        rope_theta=float(key("rope.freq_base", 10000.0)),
+        rms_eps=float(key("attention.layer_norm_rms_epsilon")),
+        context_length=int(key("context_length")),
+        bos_token_id=int(metadata.get("tokenizer.ggml.bos_token_id", 1)),
+        eos_token_id=int(metadata.get("tokenizer.ggml.eos_token_id", 2)),
+        tie_word_embeddings=OUTPUT not in tensor_names,
+        **family,
+    )
+
+
+def config_from_gguf(metadata: Mapping[str, Any], tensor_names: Collection[str]) -> LlamaConfig:
+    """A Llama file's config, from its ``llama.*`` keys."""
+    return read_config(metadata, tensor_names, ARCHITECTURE)
+
+
+def rename(
+    config: LlamaConfig,
+    tensors: Mapping[str, Tensor],
+    layer_tensors: Mapping[str, str],
+    reorder: Callable[[str, Tensor], Tensor] | None = None,
+) -> dict[str, Tensor]:
+    """GGUF tensors under LlamaModel's parameter names, ``reorder(gguf_name, t)`` applied."""
+    names = dict(MODEL_TENSORS)
+    if not config.tie_word_embeddings:
+        names[OUTPUT] = "lm_head.weight"
+    for i in range(config.num_layers):
+        names.update({f"blk.{i}.{g}": f"layers.{i}.{n}" for g, n in layer_tensors.items()})
+    missing = [name for name in names if name not in tensors]
+    if missing:
+        raise ValueError(
+            f"the GGUF file lacks {len(missing)} tensor(s) of the {config.architecture} "
+            f"family, e.g. {missing[0]!r}"
+        )
+    extra = sorted(set(tensors) - set(names))
+    if extra:
+        raise ValueError(
+            f"the GGUF file has tensor(s) the {config.architecture} family does not use, "
+            f"e.g. {extra[0]!r}"
+        )
+    state = {}
+    for gguf_name, name in names.items():
+        tensor = tensors[gguf_name]
+        state[name] = (tensor if reorder is None else reorder(gguf_name, tensor)).contiguous()
+    return state
+
+
+def state_dict(config: LlamaConfig, tensors: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    """A Llama file's tensors as LlamaModel's parameters, the rotary rows un-permuted."""
+
+    def reorder(gguf_name: str, tensor: Tensor) -> Tensor:
+        if gguf_name.endswith(".attn_q.weight"):
+            return unpermute_rotary_rows(tensor, config.num_heads)
+        if gguf_name.endswith(".attn_k.weight"):
+            return unpermute_rotary_rows(tensor, config.num_kv_heads)
+        return tensor
+
+    return rename(config, tensors, LAYER_TENSORS, reorder)
