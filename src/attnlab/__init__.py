@@ -37,6 +37,7 @@ from .masks import (
 )
 from .multihead import CrossAttention, MultiHeadAttention, MultiHeadAttentionWrapper
 from .ring import ring_attention
+from .rolling_cache import RollingKVCache
 from .rope_scaling import (
     DynamicNTKScaling,
     LinearScaling,
@@ -70,6 +71,7 @@ __all__ = [
     "Llama3Scaling",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
+    "RollingKVCache",
     "RopeFrequencies",
     "RopeScaling",
     "RotaryEmbedding",
