@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .backward import run_backward_benchmark
+from .cache_formats import run_cache_formats
 from .decode import run_decode_benchmark
 from .flash_steady import run_flash_benchmark
 from .forward import run_benchmark
@@ -76,6 +77,10 @@ SUITES: dict[str, Suite] = {
     "streaming": Suite(
         lambda quick, progress: run_streaming_experiment(quick),
         "SmolLM2-135M's loss with a sliding window, with and without attention sinks",
+    ),
+    "cache_formats": Suite(
+        lambda quick, progress: run_cache_formats(quick),
+        "SmolLM2-135M's loss with its KV cache's keys and/or values in 8 and 4 bits",
     ),
     "live": Suite(
         lambda quick, progress: run_live_benchmark(quick),
