@@ -121,7 +121,8 @@ def refused(tmp_path: Path, **options: Any) -> Path:
     [
         ({"name_architecture": "gpt2"}, "architecture 'gpt2' is not supported"),
         ({"types": ("Q2_K",)}, "tensor 'token_embd.weight' has type Q2_K, which is not supported"),
-        ({"tokenizer_model": "llama"}, r"tokenizer.ggml.model must be 'gpt2'.*SentencePiece"),
+        ({"tokenizer_model": "bert"}, r"tokenizer.ggml.model must be 'gpt2' .* got 'bert'"),
+        ({"tokenizer_model": "llama"}, "SentencePiece tokenizer lacks tokenizer.ggml.scores"),
         ({"pre": "falcon"}, "tokenizer.ggml.pre 'falcon' is not a pre-tokeniser"),
         ({"extra": ("rope_freqs.weight",)}, r"rotary scaling \(rope_freqs\)"),
         ({"extra": ("blk.0.attn_q.bias",)}, "tensor.* the llama family does not use.*attn_q.bias"),

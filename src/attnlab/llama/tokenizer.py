@@ -12,6 +12,11 @@ core of Hugging Face's tokenizers; ``transformers`` is not imported):
 
 Decoding joins the tokens' bytes and reads them as UTF-8.
 
+Other GGUF files ([`load_gguf`][attnlab.llama.load_gguf]) name their own cutting rule in
+``tokenizer.ggml.pre`` (Llama 3's ``llama-bpe`` keeps runs of up to three digits, Qwen2's
+``qwen2`` cuts every digit, as the patterns of their own tokenizers do), or carry a
+SentencePiece vocabulary with scores (``tokenizer.ggml.model = "llama"``, TinyLlama's).
+
 The digit rule is the file's ``tokenizer.ggml.pre = "smollm"`` (llama.cpp's name for
 SmolLM's tokenizer, which cuts off every Unicode number character, ``\p{N}``):
 transformers' GGUF loader does not know that name and falls back to GPT-2's pattern
@@ -60,8 +65,63 @@ PRE_TOKENIZERS: dict[str, str | None] = {
 DEFAULT_SYSTEM_PROMPT = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 
 
+def _byte_level(vocab: dict[str, int], merges: list[tuple[str, str]], pre: str) -> _RustTokenizer:
+    """Byte-level BPE (GPT-2's alphabet) behind the pre-tokeniser ``pre``."""
+    backend = _RustTokenizer(models.BPE(vocab, merges, ignore_merges=False))
+    pattern = PRE_TOKENIZERS[pre]
+    steps: list[pre_tokenizers.PreTokenizer] = []
+    if pre == "smollm":
+        steps.append(pre_tokenizers.Digits(individual_digits=True))
+    if pattern is not None:
+        steps.append(pre_tokenizers.Split(Regex(pattern), behavior="isolated"))
+    steps.append(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=pattern is None))
+    backend.pre_tokenizer = pre_tokenizers.Sequence(steps)
+    backend.decoder = decoders.ByteLevel()
+    return backend
+
+
+def _sentencepiece(vocab: dict[str, int], merges: list[tuple[str, str]]) -> _RustTokenizer:
+    """SentencePiece's BPE as transformers' LlamaTokenizer runs it.
+
+    ``▁`` for a space (one put before the text); a byte without a piece: ``<0xXX>``.
+    """
+    model = models.BPE(vocab, merges, fuse_unk=True, byte_fallback=True)
+    backend = _RustTokenizer(model)
+    backend.pre_tokenizer = pre_tokenizers.Metaspace(
+        replacement="\u2581", prepend_scheme="first", split=False
+    )
+    backend.decoder = decoders.Sequence(
+        [
+            decoders.Replace("\u2581", " "),
+            decoders.ByteFallback(),
+            decoders.Fuse(),
+            decoders.Strip(content=" ", left=1),
+        ]
+    )
+    return backend
+
+
+def _merges_from_scores(
+    tokens: Sequence[str], vocab: dict[str, int], scores: Sequence[float]
+) -> list[tuple[str, str]]:
+    """The merges a SentencePiece vocabulary implies (transformers' ``generate_merges``).
+
+    Every split of a piece into two pieces, the best-scored piece's first.
+    """
+    found = []
+    for piece, score in dict(zip(tokens, scores, strict=True)).items():
+        splits = [
+            (piece[:i], piece[i:], score)
+            for i in range(1, len(piece))
+            if piece[:i] in vocab and piece[i:] in vocab
+        ]
+        found.extend(sorted(splits, key=lambda split: (vocab[split[0]], vocab[split[1]])))
+    found.sort(key=lambda merge: (merge[2], len(merge[0]), len(merge[1])), reverse=True)
+    return [(left, right) for left, right, _ in found]
+
+
 class Tokenizer:
-    """Text to SmolLM2's token ids and back.
+    """Text to SmolLM2's token ids and back (or another GGUF file's: ``load_gguf``).
 
     Build it with [`load_smollm2`][attnlab.llama.load_smollm2] (or
     ``Tokenizer.from_gguf_reader``).
@@ -75,6 +135,11 @@ class Tokenizer:
         add_bos: Whether ``add_special_tokens=True`` puts ``bos`` first (not for SmolLM2).
         pre: The pre-tokeniser, by llama.cpp's name (``tokenizer.ggml.pre``): one of
             ``PRE_TOKENIZERS`` (``"smollm"``, ``"llama-bpe"``, ``"qwen2"``, ``"gpt2"``).
+        scores: SentencePiece's token scores (``tokenizer.ggml.scores`` of a file whose
+            ``tokenizer.ggml.model`` is ``"llama"``, as TinyLlama's): the tokens are then
+            SentencePiece pieces (``▁`` for a space, ``<0x41>`` for a byte), a space is
+            put before the text, and without ``merges`` they are recovered from the
+            scores, as transformers' GGUF tokenizer does; ``pre`` is not used.
     """
 
     def __init__(
@@ -86,8 +151,9 @@ class Tokenizer:
         eos_token_id: int,
         add_bos: bool = False,
         pre: str = "smollm",
+        scores: Sequence[float] | None = None,
     ) -> None:
-        if pre not in PRE_TOKENIZERS:
+        if scores is None and pre not in PRE_TOKENIZERS:
             raise ValueError(
                 f"pre must be a pre-tokeniser attnlab.llama knows "
                 f"({', '.join(sorted(PRE_TOKENIZERS))}); got {pre!r}"
@@ -95,21 +161,17 @@ class Tokenizer:
         self.tokens = list(tokens)
         vocab = {token: i for i, token in enumerate(self.tokens)}
         pairs = [(left, right) for left, right in (merge.split(" ", 1) for merge in merges)]
-        backend = _RustTokenizer(models.BPE(vocab, pairs, ignore_merges=False))
-        pattern = PRE_TOKENIZERS[pre]
-        steps: list[pre_tokenizers.PreTokenizer] = []
-        if pre == "smollm":
-            steps.append(pre_tokenizers.Digits(individual_digits=True))
-        if pattern is not None:
-            steps.append(pre_tokenizers.Split(Regex(pattern), behavior="isolated"))
-        steps.append(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=pattern is None))
-        backend.pre_tokenizer = pre_tokenizers.Sequence(steps)
-        backend.decoder = decoders.ByteLevel()
+        if scores is not None:
+            backend = _sentencepiece(
+                vocab, pairs or _merges_from_scores(self.tokens, vocab, scores)
+            )
+        else:
+            backend = _byte_level(vocab, pairs, pre)
         backend.add_special_tokens(
             [AddedToken(self.tokens[i], normalized=False, special=True) for i in special_ids]
         )
         self._backend = backend
-        self.pre = pre
+        self.pre = "sentencepiece" if scores is not None else pre
         self.bos_token_id = bos_token_id
         self.eos_token_id = eos_token_id
         self.add_bos = add_bos
@@ -123,14 +185,15 @@ class Tokenizer:
             return fields[name].contents() if name in fields else default
 
         model = get("tokenizer.ggml.model")
-        if model != "gpt2":
-            kind = " (SentencePiece, not supported)" if model == "llama" else ""
+        if model not in ("gpt2", "llama"):
             raise ValueError(
-                f"the GGUF's tokenizer.ggml.model must be 'gpt2' (byte-level BPE); "
-                f"got {model!r}{kind}"
+                f"the GGUF's tokenizer.ggml.model must be 'gpt2' (byte-level BPE) or 'llama' "
+                f"(SentencePiece); got {model!r}"
             )
+        if model == "llama" and "tokenizer.ggml.scores" not in fields:
+            raise ValueError("the GGUF's SentencePiece tokenizer lacks tokenizer.ggml.scores")
         pre = get("tokenizer.ggml.pre", "default")
-        if pre not in PRE_TOKENIZERS:
+        if model == "gpt2" and pre not in PRE_TOKENIZERS:
             raise ValueError(
                 f"the GGUF's tokenizer.ggml.pre {pre!r} is not a pre-tokeniser attnlab.llama "
                 f"knows ({', '.join(sorted(PRE_TOKENIZERS))})"
@@ -142,8 +205,10 @@ class Tokenizer:
             [i for i, kind in enumerate(types) if kind == CONTROL],
             int(get("tokenizer.ggml.bos_token_id")),
             int(get("tokenizer.ggml.eos_token_id")),
-            bool(get("tokenizer.ggml.add_bos_token", False)),
+            # llama.cpp puts bos first for SentencePiece unless the file says otherwise
+            bool(get("tokenizer.ggml.add_bos_token", model == "llama")),
             pre,
+            get("tokenizer.ggml.scores") if model == "llama" else None,
         )
         return tokenizer
 
