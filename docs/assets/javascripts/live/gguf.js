@@ -1,63 +1,67 @@
-// Reading a GGUF file (llama.cpp's format) in JavaScript: its metadata, its tensors,
-// and the dequantisation of one row, exactly as the Python `gguf` package does it
-// (gguf/quants.py: Q4_1 and Q8_0 blocks of 32 values, float16 scales).
+// Reading a GGUF file (llama.cpp's format) in JavaScript: its metadata and its tensors,
+// parsed once; a tensor's rows dequantised on demand by quants.js, exactly as the Python
+// `gguf` package does it (gguf/quants.py).
 //
-// The weights stay quantised in memory (the file's own bytes, about 94 MB); a matrix
-// row becomes float32 only when a matrix product needs it (model.js).
-//
-// A classic script: in a page or Worker it adds `AttnlabLive.gguf`; in Node
-// `require("./gguf.js")` returns the same object.
-(function (root) {
-  "use strict";
+// The weights stay quantised in memory (the file's own bytes); a matrix row becomes
+// float32 only when a matrix product needs it (model.js, kernels.js). Nothing here
+// knows a model family: families/*.js read the metadata and name the tensors.
 
-  var GGUF_MAGIC = 0x46554747; // "GGUF", little-endian
-  var DEFAULT_ALIGNMENT = 32;
-  // ggml_type ids used by SmolLM2's file, with each block's values and bytes.
-  var TYPES = {
-    0: { name: "F32", blockValues: 1, blockBytes: 4 },
-    1: { name: "F16", blockValues: 1, blockBytes: 2 },
-    3: { name: "Q4_1", blockValues: 32, blockBytes: 20 }, // f16 d, f16 m, 16 bytes of nibbles
-    8: { name: "Q8_0", blockValues: 32, blockBytes: 34 }, // f16 d, 32 int8
-  };
+import { QUANT_TYPES, halfToFloat, rowReader } from "./quants.js";
 
-  // IEEE half precision to a number (what numpy's float16 -> float32 gives).
-  function halfToFloat(bits) {
-    var sign = bits & 0x8000 ? -1 : 1;
-    var exponent = (bits >> 10) & 0x1f;
-    var fraction = bits & 0x3ff;
-    if (exponent === 0) return sign * fraction * Math.pow(2, -24);
-    if (exponent === 31) return fraction ? NaN : sign * Infinity;
-    return sign * (1 + fraction / 1024) * Math.pow(2, exponent - 15);
-  }
+export { halfToFloat };
+export const GGUF_MAGIC = 0x46554747; // "GGUF", little-endian
+const DEFAULT_ALIGNMENT = 32;
 
-  // A cursor over the file's header (little-endian throughout).
-  function Cursor(bytes) {
+// float16 -> number for every bit pattern (the kernels' scale table).
+export const HALF_TABLE = new Float32Array(65536);
+for (let h = 0; h < 65536; h++) HALF_TABLE[h] = halfToFloat(h);
+
+// ggml type number -> {name, blockValues, blockBytes, row}: every type quants.js
+// dequantises (bit for bit as gguf-py), with its row reader.
+export const TYPES = Object.fromEntries(
+  Object.entries(QUANT_TYPES).map(([name, info]) => [
+    info.id,
+    { name, blockValues: info.blockValues, blockBytes: info.blockBytes, row: rowReader(name) },
+  ])
+);
+
+// A cursor over the file's header (little-endian throughout).
+class Cursor {
+  constructor(bytes) {
     this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     this.bytes = bytes;
     this.offset = 0;
     this.decoder = new TextDecoder("utf-8");
   }
-  Cursor.prototype.u32 = function () {
-    var value = this.view.getUint32(this.offset, true);
+  need(n) {
+    if (this.offset + n > this.bytes.byteLength) throw new RangeError("GGUF: the header is truncated");
+  }
+  u32() {
+    this.need(4);
+    const value = this.view.getUint32(this.offset, true);
     this.offset += 4;
     return value;
-  };
-  Cursor.prototype.u64 = function () {
-    var low = this.view.getUint32(this.offset, true);
-    var high = this.view.getUint32(this.offset + 4, true);
+  }
+  u64() {
+    this.need(8);
+    const low = this.view.getUint32(this.offset, true);
+    const high = this.view.getUint32(this.offset + 4, true);
     this.offset += 8;
     return high * 4294967296 + low; // exact below 2**53: every size in a GGUF header
-  };
-  Cursor.prototype.string = function () {
-    var length = this.u64();
-    var text = this.decoder.decode(this.bytes.subarray(this.offset, this.offset + length));
+  }
+  string() {
+    const length = this.u64();
+    this.need(length);
+    const text = this.decoder.decode(this.bytes.subarray(this.offset, this.offset + length));
     this.offset += length;
     return text;
-  };
+  }
   // One metadata value of GGUF value type `type`.
-  Cursor.prototype.value = function (type) {
-    var v = this.view;
-    var at = this.offset;
+  value(type) {
+    const v = this.view;
+    const at = this.offset;
+    const fixed = { 0: 1, 1: 1, 2: 2, 3: 2, 5: 4, 6: 4, 7: 1, 11: 8, 12: 8 }[type];
+    if (fixed) this.need(fixed);
     switch (type) {
       case 0: this.offset += 1; return v.getUint8(at);
       case 1: this.offset += 1; return v.getInt8(at);
@@ -69,139 +73,114 @@
       case 7: this.offset += 1; return v.getUint8(at) !== 0;
       case 8: return this.string();
       case 9: {
-        var itemType = this.u32();
-        var count = this.u64();
-        var items = new Array(count);
-        for (var i = 0; i < count; i++) items[i] = this.value(itemType);
+        const itemType = this.u32();
+        const count = this.u64();
+        const items = new Array(count);
+        for (let i = 0; i < count; i++) items[i] = this.value(itemType);
         return items;
       }
       case 10: return this.u64();
       case 11: this.offset += 8; return Number(v.getBigInt64(at, true));
       case 12: this.offset += 8; return v.getFloat64(at, true);
-      default: throw new Error("GGUF: unknown metadata value type " + type);
+      default: throw new Error(`GGUF: unknown metadata value type ${type}`);
     }
-  };
+  }
+}
 
-  // A quantised matrix of `rows` x `cols` (GGUF dims are innermost first: [cols, rows]).
-  // `row(r, out)` writes row r as float32 into `out` (length cols).
-  function Tensor(name, dims, type, bytes) {
-    var info = TYPES[type];
-    if (!info) throw new Error("GGUF: tensor " + name + " has unsupported type " + type);
+// A tensor of the file: `rows` x `cols` (GGUF dims are innermost first: [cols, rows]),
+// its bytes a view on the file's. `row(r, out)` writes row r as float32 into `out`.
+export class Tensor {
+  constructor(name, dims, typeId, offset, byteLength, file) {
+    const info = TYPES[typeId];
     this.name = name;
+    this.dims = dims;
+    this.typeId = typeId;
     this.type = info.name;
     this.cols = dims[0];
-    this.rows = dims.length > 1 ? dims[1] : 1;
-    this.bytes = bytes; // Uint8Array over the file's own buffer
+    this.rows = dims.slice(1).reduce((a, b) => a * b, 1);
+    this.offset = offset; // in the file
+    this.byteLength = byteLength;
     this.rowBytes = (this.cols / info.blockValues) * info.blockBytes;
-    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    this.int8 = new Int8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    // float16 -> number for every possible bit pattern: scale lookups cost one read.
-    this.half = HALF_TABLE;
+    this.reader = info.row;
+    this.bind(file);
   }
-
-  var HALF_TABLE = new Float32Array(65536);
-  for (var h = 0; h < 65536; h++) HALF_TABLE[h] = halfToFloat(h);
-
-  // Q4_1: value = d * nibble + m; byte j holds value j (low nibble) and j + 16 (high).
-  function rowQ4_1(tensor, r, out) {
-    var bytes = tensor.bytes;
-    var half = tensor.half;
-    var at = r * tensor.rowBytes;
-    for (var block = 0; block < tensor.cols; block += 32) {
-      var d = half[bytes[at] | (bytes[at + 1] << 8)];
-      var m = half[bytes[at + 2] | (bytes[at + 3] << 8)];
-      var qs = at + 4;
-      for (var j = 0; j < 16; j++) {
-        var q = bytes[qs + j];
-        // Math.fround: numpy rounds d * q to float32 before adding m; so do we.
-        out[block + j] = Math.fround(d * (q & 15)) + m;
-        out[block + j + 16] = Math.fround(d * (q >> 4)) + m;
-      }
-      at += 20;
-    }
+  // Views on `file` (a Uint8Array of the whole file): again after its buffer moves.
+  bind(file) {
+    this.bytes = file.subarray(this.offset, this.offset + this.byteLength);
+    this.view = new DataView(this.bytes.buffer, this.bytes.byteOffset, this.byteLength);
+    this.int8 = new Int8Array(this.bytes.buffer, this.bytes.byteOffset, this.byteLength);
   }
-
-  // Q8_0: value = d * int8.
-  function rowQ8_0(tensor, r, out) {
-    var bytes = tensor.bytes;
-    var int8 = tensor.int8;
-    var half = tensor.half;
-    var at = r * tensor.rowBytes;
-    for (var block = 0; block < tensor.cols; block += 32) {
-      var d = half[bytes[at] | (bytes[at + 1] << 8)];
-      for (var j = 0; j < 32; j++) out[block + j] = d * int8[at + 2 + j];
-      at += 34;
-    }
-  }
-
-  function rowF32(tensor, r, out) {
-    var at = r * tensor.rowBytes;
-    for (var j = 0; j < tensor.cols; j++) out[j] = tensor.view.getFloat32(at + 4 * j, true);
-  }
-
-  function rowF16(tensor, r, out) {
-    var at = r * tensor.rowBytes;
-    for (var j = 0; j < tensor.cols; j++) out[j] = tensor.half[tensor.view.getUint16(at + 2 * j, true)];
-  }
-
-  var ROW_READERS = { Q4_1: rowQ4_1, Q8_0: rowQ8_0, F32: rowF32, F16: rowF16 };
-
-  Tensor.prototype.row = function (r, out) {
-    ROW_READERS[this.type](this, r, out);
+  row(r, out) {
+    this.reader(this, r, out);
     return out;
-  };
-
-  // The whole tensor as float32 (used for the small ones: norms' weights).
-  Tensor.prototype.toFloat32 = function () {
-    var out = new Float32Array(this.rows * this.cols);
-    for (var r = 0; r < this.rows; r++) this.row(r, out.subarray(r * this.cols, (r + 1) * this.cols));
+  }
+  // The whole tensor as float32 (used for the small ones: norms' weights, biases).
+  toFloat32() {
+    const out = new Float32Array(this.rows * this.cols);
+    for (let r = 0; r < this.rows; r++) this.row(r, out.subarray(r * this.cols, (r + 1) * this.cols));
     return out;
-  };
-
-  // Parse a whole GGUF file held in an ArrayBuffer or a Uint8Array: {version, metadata,
-  // tensors}; the tensors are views on those bytes (nothing is copied).
-  function readGguf(file) {
-    var bytes = file instanceof Uint8Array ? file : new Uint8Array(file);
-    var cursor = new Cursor(bytes);
-    if (bytes.byteLength < 24 || cursor.u32() !== GGUF_MAGIC) {
-      throw new Error("GGUF: not a GGUF file (bad magic)");
-    }
-    var version = cursor.u32();
-    if (version < 2) throw new Error("GGUF: version " + version + " is not supported");
-    var tensorCount = cursor.u64();
-    var kvCount = cursor.u64();
-    var metadata = {};
-    for (var k = 0; k < kvCount; k++) {
-      var key = cursor.string();
-      metadata[key] = cursor.value(cursor.u32());
-    }
-    var infos = [];
-    for (var t = 0; t < tensorCount; t++) {
-      var name = cursor.string();
-      var nDims = cursor.u32();
-      var dims = [];
-      for (var d = 0; d < nDims; d++) dims.push(cursor.u64());
-      infos.push({ name: name, dims: dims, type: cursor.u32(), offset: cursor.u64() });
-    }
-    var alignment = metadata["general.alignment"] || DEFAULT_ALIGNMENT;
-    var dataStart = Math.ceil(cursor.offset / alignment) * alignment;
-    var tensors = {};
-    infos.forEach(function (info) {
-      var typeInfo = TYPES[info.type];
-      if (!typeInfo) throw new Error("GGUF: tensor " + info.name + " has unsupported type " + info.type);
-      var values = info.dims.reduce(function (a, b) { return a * b; }, 1);
-      var byteLength = (values / typeInfo.blockValues) * typeInfo.blockBytes;
-      var start = dataStart + info.offset;
-      if (start + byteLength > bytes.byteLength) throw new Error("GGUF: file is truncated");
-      tensors[info.name] = new Tensor(info.name, info.dims, info.type, bytes.subarray(start, start + byteLength));
-    });
-    return { version: version, metadata: metadata, tensors: tensors };
   }
+}
 
-  var api = { readGguf: readGguf, halfToFloat: halfToFloat, Tensor: Tensor };
-  if (typeof module === "object" && module.exports) module.exports = api;
-  else {
-    root.AttnlabLive = root.AttnlabLive || {};
-    root.AttnlabLive.gguf = api;
+// A parsed GGUF file: {version, metadata, tensors (name -> Tensor), bytes}. `rebind`
+// moves every tensor's views to a new copy of the same bytes (WebAssembly memory that
+// grew) without reading the header again.
+export class GgufFile {
+  constructor(version, metadata, tensors, bytes) {
+    this.version = version;
+    this.metadata = metadata;
+    this.tensors = tensors;
+    this.bytes = bytes;
+    this.byteLength = bytes.byteLength;
   }
-})(typeof self !== "undefined" ? self : this);
+  rebind(bytes) {
+    if (bytes.byteLength !== this.byteLength) throw new RangeError("GGUF: rebind needs the same bytes");
+    this.bytes = bytes;
+    for (const tensor of Object.values(this.tensors)) tensor.bind(bytes);
+    return this;
+  }
+}
+
+// Parse a whole GGUF file held in an ArrayBuffer or a Uint8Array (nothing is copied).
+// Refuses, naming what is wrong: not GGUF, an old version, a truncated file, a tensor
+// type this reader does not know.
+export function readGguf(file) {
+  const bytes = file instanceof Uint8Array ? file : new Uint8Array(file);
+  const cursor = new Cursor(bytes);
+  if (bytes.byteLength < 24 || cursor.u32() !== GGUF_MAGIC) {
+    throw new TypeError("GGUF: not a GGUF file (it does not start with the bytes 'GGUF')");
+  }
+  const version = cursor.u32();
+  if (version < 2) throw new RangeError(`GGUF: version ${version} is not supported (2 or 3 are)`);
+  const tensorCount = cursor.u64();
+  const kvCount = cursor.u64();
+  const metadata = {};
+  for (let k = 0; k < kvCount; k++) {
+    const key = cursor.string();
+    metadata[key] = cursor.value(cursor.u32());
+  }
+  const infos = [];
+  for (let t = 0; t < tensorCount; t++) {
+    const name = cursor.string();
+    const nDims = cursor.u32();
+    const dims = [];
+    for (let d = 0; d < nDims; d++) dims.push(cursor.u64());
+    infos.push({ name, dims, type: cursor.u32(), offset: cursor.u64() });
+  }
+  const alignment = metadata["general.alignment"] || DEFAULT_ALIGNMENT;
+  const dataStart = Math.ceil(cursor.offset / alignment) * alignment;
+  const tensors = {};
+  for (const info of infos) {
+    const typeInfo = TYPES[info.type];
+    if (!typeInfo) {
+      const known = Object.values(TYPES).map((t) => t.name).join(", ");
+      throw new RangeError(`GGUF: tensor ${info.name} has ggml type ${info.type}, which this page cannot read (it reads ${known})`);
+    }
+    const values = info.dims.reduce((a, b) => a * b, 1);
+    const byteLength = (values / typeInfo.blockValues) * typeInfo.blockBytes;
+    const start = dataStart + info.offset;
+    if (start + byteLength > bytes.byteLength) throw new RangeError("GGUF: the file is truncated");
+    tensors[info.name] = new Tensor(info.name, info.dims, info.type, start, byteLength, bytes);
+  }
+  return new GgufFile(version, metadata, tensors, bytes);
+}

@@ -1,422 +1,461 @@
-// SmolLM2's forward pass in plain JavaScript: src/attnlab/llama/model.py, line for line.
+// A Llama-architecture decoder in plain JavaScript: src/attnlab/llama/model.py, line for
+// line, with the same names.
 //
-// The same pieces with the same names, in the order a token meets them:
 //   embed -> num_layers x DecoderBlock
-//              (RMSNorm -> LlamaAttention -> residual -> RMSNorm -> SwiGLU -> residual)
+//              (RMSNorm -> attention -> residual -> RMSNorm -> SwiGLU -> residual)
 //         -> RMSNorm -> logits (tied: the dot product with every token's embedding).
-// LlamaAttention is grouped-query attention with rotary positions (Hugging Face's
-// rotate-half pairing; the GGUF's query and key rows are unpermuted as
-// attnlab.llama.unpermute_rotary_rows does), the causal mask, and the two ways to look
-// inside: every head's attention weights, and ablation (a head's context vectors zeroed
-// before the output projection).
+// The attention is grouped-query attention with rotary positions (Hugging Face's
+// rotate-half pairing), the causal mask, a KVCache per layer, and the two ways to look
+// inside: every head's attention weights (return_attention), and ablation (a head's
+// context vectors zeroed before the output projection).
 //
-// Shape legend as in Python: T tokens, d_model width, H query heads, Hkv key/value
-// heads, D head width, V vocabulary. A matrix (T, n) is a Float32Array of T * n values,
-// row t at [t * n, (t + 1) * n). Weights stay quantised; `linear` dequantises each
-// weight row once per call and uses it for all T tokens.
-//
-// A classic script: in a page or Worker it adds `AttnlabLive.model`; in Node
-// `require("./model.js")` returns the same object.
-(function (root) {
-  "use strict";
+// LlamaModel takes (config, parts): the sizes (families/llama.js's LlamaConfig) and
+// the weights by part (families/*.js's partsFromGguf); it knows no file format.
+// Shapes as in Python, batch B = 1 left out: T new tokens, S keys (cached ones
+// included), H query heads, Hkv key/value heads, D head width, V vocabulary. A matrix
+// (T, n) is a Float32Array of T * n values, row t at [t * n, (t + 1) * n). Weights stay
+// quantised; the kernels dequantise each weight row once per call.
 
-  // --- validation: the Python's messages, raised before any arithmetic ------------------
+// --- validation: the Python's messages, raised before any arithmetic ------------------
 
-  function describe(value) {
-    if (value === null) return "null";
-    if (Array.isArray(value)) return "an array";
-    return typeof value;
+export function describe(value) {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value;
+}
+
+// attnlab.llama.LlamaModel.check_ids for a list of numbers; an Int32Array.
+export function checkIds(name, ids, vocabSize, maxTokens) {
+  if (!Array.isArray(ids) && !(ids instanceof Int32Array) && !(ids instanceof Uint32Array)) {
+    throw new TypeError(`${name} must be an array of integer token ids; got ${describe(ids)}`);
   }
-
-  // attnlab.llama.LlamaModel.check_ids for a list of numbers.
-  function checkIds(name, ids, vocabSize, maxTokens) {
-    if (!Array.isArray(ids) && !(ids instanceof Int32Array) && !(ids instanceof Uint32Array)) {
-      throw new TypeError(name + " must be an array of integer token ids; got " + describe(ids));
-    }
-    if (ids.length === 0) throw new RangeError(name + " must hold at least one token id; got an empty list");
-    if (maxTokens !== undefined && ids.length > maxTokens) {
-      throw new RangeError(name + " must be at most " + maxTokens + " tokens long (the page's limit); got " + ids.length);
-    }
-    var low = Infinity;
-    var high = -Infinity;
-    for (var i = 0; i < ids.length; i++) {
-      var id = ids[i];
-      if (typeof id !== "number" || !Number.isInteger(id)) {
-        throw new TypeError(name + " must hold integer token ids; got " + JSON.stringify(id) + " at index " + i);
-      }
-      if (id < low) low = id;
-      if (id > high) high = id;
-    }
-    if (low < 0 || high >= vocabSize) {
-      throw new RangeError(name + " must be token ids in 0 .. " + (vocabSize - 1) + "; got values from " + low + " to " + high);
-    }
-    return Int32Array.from(ids);
+  if (ids.length === 0) throw new RangeError(`${name} must hold at least one token id; got an empty list`);
+  if (maxTokens !== undefined && ids.length > maxTokens) {
+    throw new RangeError(`${name} must be at most ${maxTokens} tokens long (the page's limit); got ${ids.length}`);
   }
-
-  // attnlab.llama.LlamaModel._check_ablate: {layer: [head, ...]} -> array of Sets by layer.
-  function checkAblate(ablate, numLayers, numHeads) {
-    var off = [];
-    for (var l = 0; l < numLayers; l++) off.push(new Set());
-    if (ablate === undefined || ablate === null) return off;
-    if (typeof ablate !== "object" || Array.isArray(ablate)) {
-      throw new TypeError("ablate must be an object {layer: [head, ...]}; got " + describe(ablate));
+  let low = Infinity;
+  let high = -Infinity;
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i];
+    if (typeof id !== "number" || !Number.isInteger(id)) {
+      throw new TypeError(`${name} must hold integer token ids; got ${JSON.stringify(id)} at index ${i}`);
     }
-    Object.keys(ablate).forEach(function (key) {
-      var layer = Number(key);
-      if (!/^\d+$/.test(key) || layer >= numLayers) {
-        throw new RangeError("ablate's layers must be ints in 0 .. " + (numLayers - 1) + "; got " + JSON.stringify(key));
+    if (id < low) low = id;
+    if (id > high) high = id;
+  }
+  if (low < 0 || high >= vocabSize) {
+    throw new RangeError(`${name} must be token ids in 0 .. ${vocabSize - 1}; got values from ${low} to ${high}`);
+  }
+  return Int32Array.from(ids);
+}
+
+// attnlab.llama.LlamaModel._check_ablate: {layer: [head, ...]} -> an array of Sets by layer.
+export function checkAblate(ablate, numLayers, numHeads) {
+  const off = Array.from({ length: numLayers }, () => new Set());
+  if (ablate === undefined || ablate === null) return off;
+  if (typeof ablate !== "object" || Array.isArray(ablate)) {
+    throw new TypeError(`ablate must be an object {layer: [head, ...]}; got ${describe(ablate)}`);
+  }
+  for (const key of Object.keys(ablate)) {
+    const layer = Number(key);
+    if (!/^\d+$/.test(key) || layer >= numLayers) {
+      throw new RangeError(`ablate's layers must be ints in 0 .. ${numLayers - 1}; got ${JSON.stringify(key)}`);
+    }
+    let heads = ablate[key];
+    heads = typeof heads === "number" ? [heads] : heads;
+    if (!Array.isArray(heads)) {
+      throw new TypeError(`ablate's heads must be a list of ints; got ${describe(heads)} in layer ${layer}`);
+    }
+    for (const head of heads) {
+      if (typeof head !== "number" || !Number.isInteger(head) || head < 0 || head >= numHeads) {
+        throw new RangeError(`ablate's heads must be ints in 0 .. ${numHeads - 1}; got ${JSON.stringify(head)} in layer ${layer}`);
       }
-      var heads = ablate[key];
-      heads = typeof heads === "number" ? [heads] : heads;
-      if (!Array.isArray(heads)) {
-        throw new TypeError("ablate's heads must be a list of ints; got " + describe(heads) + " in layer " + layer);
+      off[layer].add(head);
+    }
+  }
+  return off;
+}
+
+// A flag such as return_attention: a boolean or absent (then `fallback`).
+export function checkBool(name, value, fallback) {
+  if (value === undefined) return fallback;
+  if (typeof value !== "boolean") throw new TypeError(`${name} must be a boolean; got ${describe(value)}`);
+  return value;
+}
+
+// --- the matrix product: the one place where the time goes -----------------------------
+
+// out (T, rows) = x (T, cols) @ W.T for a dequantised W (rows, cols): each row of W
+// is read once and used for all T tokens. (kernels.js's WebAssembly SIMD does the same
+// product; the results agree to float32 rounding.)
+export function matmulTransposed(x, T, cols, W, rows, out) {
+  for (let r = 0; r < rows; r++) {
+    const w = r * cols;
+    for (let t = 0; t < T; t++) {
+      const xo = t * cols;
+      let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (let c = 0; c < cols; c += 4) {
+        s0 += W[w + c] * x[xo + c];
+        s1 += W[w + c + 1] * x[xo + c + 1];
+        s2 += W[w + c + 2] * x[xo + c + 2];
+        s3 += W[w + c + 3] * x[xo + c + 3];
       }
-      heads.forEach(function (head) {
-        if (typeof head !== "number" || !Number.isInteger(head) || head < 0 || head >= numHeads) {
-          throw new RangeError("ablate's heads must be ints in 0 .. " + (numHeads - 1) + "; got " + JSON.stringify(head) + " in layer " + layer);
+      out[t * rows + r] = s0 + s1 + s2 + s3;
+    }
+  }
+  return out;
+}
+
+// The products in plain JavaScript: each stored row dequantised once into a scratch
+// matrix (rows, cols) reused by every Linear, then matmulTransposed.
+export class JsKernels {
+  constructor() {
+    this.name = "JavaScript";
+    this.scratch = new Float32Array(0);
+  }
+  linear(linear, x, T) {
+    const size = linear.rows * linear.cols;
+    if (this.scratch.length < size) this.scratch = new Float32Array(size);
+    const W = this.scratch;
+    for (let r = 0; r < linear.rows; r++) {
+      const stored = linear.rowOrder ? linear.rowOrder[r] : r;
+      linear.tensor.row(stored, W.subarray(r * linear.cols, (r + 1) * linear.cols));
+    }
+    return matmulTransposed(x, T, linear.cols, W, linear.rows, new Float32Array(T * linear.rows));
+  }
+  // The causal softmax attention of T new queries (T, H * D) over the cache's S keys:
+  // each head's weights (H, T, S) into attnWeights (if given), its context vectors into
+  // contextVecs (T, H * D), skipped for the heads in ablateHeads.
+  attention({ queries, T, H, group, D, past, cache, ablateHeads, attnWeights, contextVecs }) {
+    const S = cache.length;
+    const K = cache.keys;
+    const V = cache.values;
+    const stride = cache.capacity * D; // from one key/value head to the next
+    const scale = 1 / Math.sqrt(D);
+    const scores = new Float64Array(S); // one query's scores over keys 0 .. past + i
+    for (let h = 0; h < H; h++) {
+      const ablated = ablateHeads.has(h);
+      if (ablated && !attnWeights) continue;
+      const kvAt = Math.floor(h / group) * stride;
+      for (let i = 0; i < T; i++) {
+        const q = (i * H + h) * D;
+        const last = past + i; // causal: keys up to the query's own position
+        let max = -Infinity;
+        for (let j = 0; j <= last; j++) {
+          const k = kvAt + j * D;
+          let dot0 = 0, dot1 = 0; // q . k in two interleaved sums (D is even)
+          for (let e = 0; e < D; e += 2) {
+            dot0 += queries[q + e] * K[k + e];
+            dot1 += queries[q + e + 1] * K[k + e + 1];
+          }
+          const score = Math.fround(dot0 + dot1) * scale;
+          scores[j] = score;
+          if (score > max) max = score;
         }
-        off[layer].add(head);
-      });
-    });
-    return off;
-  }
-
-  // --- the matrix product: the one place where the time goes -----------------------------
-
-  // out (T, rows) = x (T, cols) @ W.T for a dequantised W (rows, cols): each row of W
-  // is read once and used for all T tokens. (kernels.js may put a WebAssembly SIMD
-  // version of this function in its place; the results agree to float32 rounding.)
-  function matmulTransposed(x, T, cols, W, rows, out) {
-    for (var r = 0; r < rows; r++) {
-      var w = r * cols;
-      for (var t = 0; t < T; t++) {
-        var xo = t * cols;
-        var s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (var c = 0; c < cols; c += 4) {
-          s0 += W[w + c] * x[xo + c];
-          s1 += W[w + c + 1] * x[xo + c + 1];
-          s2 += W[w + c + 2] * x[xo + c + 2];
-          s3 += W[w + c + 3] * x[xo + c + 3];
+        let sum = 0;
+        for (let j = 0; j <= last; j++) {
+          scores[j] = Math.exp(scores[j] - max);
+          sum += scores[j];
         }
-        out[t * rows + r] = s0 + s1 + s2 + s3;
+        const rowAt = (h * T + i) * S;
+        const out = (i * H + h) * D;
+        for (let j = 0; j <= last; j++) {
+          const weight = scores[j] / sum;
+          if (attnWeights) attnWeights[rowAt + j] = weight;
+          if (ablated) continue; // ablation: the head's context vectors stay zero
+          const v = kvAt + j * D;
+          for (let e = 0; e < D; e++) contextVecs[out + e] += weight * V[v + e];
+        }
       }
     }
-    return out;
   }
+  // vector (d_model) . every row of `tensor` (V, d_model).
+  logits(tensor, vector) {
+    const logits = new Float32Array(tensor.rows);
+    const row = new Float32Array(tensor.cols);
+    for (let v = 0; v < tensor.rows; v++) {
+      tensor.row(v, row);
+      let s = 0;
+      for (let c = 0; c < row.length; c++) s += row[c] * vector[c];
+      logits[v] = s;
+    }
+    return logits;
+  }
+}
 
-  // A weight matrix kept quantised (out_features rows of in_features values);
-  // rowOrder[r] is the stored row that becomes row r (the rotary unpermutation).
-  // The kernels (JsKernels below, or kernels.js's WebAssembly) compute its product.
-  function Linear(tensor, rowOrder, kernels) {
+// A weight matrix kept quantised (out_features rows of in_features values); rowOrder[r]
+// is the stored row that becomes row r (or null). The kernels compute its product.
+export class Linear {
+  constructor({ tensor, rowOrder = null }, kernels) {
     this.tensor = tensor;
     this.rows = tensor.rows; // out_features
     this.cols = tensor.cols; // in_features
-    this.rowOrder = rowOrder || null;
+    this.rowOrder = rowOrder;
     this.kernels = kernels;
   }
   // x (T, in_features) -> (T, out_features)
-  Linear.prototype.forward = function (x, T) {
+  forward(x, T) {
     return this.kernels.linear(this, x, T);
-  };
-
-  // The product in plain JavaScript: each stored row dequantised once into a scratch
-  // matrix (rows, cols) reused by every Linear, then matmulTransposed.
-  function JsKernels() {
-    this.scratch = new Float32Array(0);
   }
-  JsKernels.prototype.linear = function (linear, x, T) {
-    var size = linear.rows * linear.cols;
-    if (this.scratch.length < size) this.scratch = new Float32Array(size);
-    var W = this.scratch;
-    for (var r = 0; r < linear.rows; r++) {
-      var stored = linear.rowOrder ? linear.rowOrder[r] : r;
-      linear.tensor.row(stored, W.subarray(r * linear.cols, (r + 1) * linear.cols));
-    }
-    var out = new Float32Array(T * linear.rows);
-    return matmulTransposed(x, T, linear.cols, W, linear.rows, out);
-  };
+}
 
-  // attnlab.llama.unpermute_rotary_rows as an index: our row r of a head is GGUF row
-  // 2i (r = i < D/2) or 2i + 1 (r = i + D/2) of that head.
-  function unpermuteRotaryRows(numHeads, D) {
-    var order = new Int32Array(numHeads * D);
-    for (var h = 0; h < numHeads; h++) {
-      for (var i = 0; i < D / 2; i++) {
-        order[h * D + i] = h * D + 2 * i;
-        order[h * D + i + D / 2] = h * D + 2 * i + 1;
-      }
-    }
-    return order;
-  }
+// --- the model's pieces -------------------------------------------------------------------
 
-  // --- the model's pieces -------------------------------------------------------------------
-
-  // The sizes of a Llama-architecture model, read from the GGUF metadata (weights.py's read_gguf).
-  function LlamaConfig(metadata) {
-    this.vocab_size = metadata["tokenizer.ggml.tokens"].length;
-    this.d_model = metadata["llama.embedding_length"];
-    this.num_layers = metadata["llama.block_count"];
-    this.num_heads = metadata["llama.attention.head_count"];
-    this.num_kv_heads = metadata["llama.attention.head_count_kv"];
-    this.head_dim = metadata["llama.rope.dimension_count"];
-    this.ffn_dim = metadata["llama.feed_forward_length"];
-    this.rope_theta = metadata["llama.rope.freq_base"];
-    this.rms_eps = metadata["llama.attention.layer_norm_rms_epsilon"];
-    this.context_length = metadata["llama.context_length"];
-    this.bos_token_id = metadata["tokenizer.ggml.bos_token_id"];
-    this.eos_token_id = metadata["tokenizer.ggml.eos_token_id"];
-  }
-
-  // weight * x / sqrt(mean(x**2) + eps), each of the T rows; x (T, d_model) -> same.
-  function RMSNorm(weight, eps) {
+// weight * x / sqrt(mean(x**2) + eps), each of the T rows; x (T, d_model) -> same.
+export class RMSNorm {
+  constructor(weight, eps) {
     this.weight = weight; // Float32Array(d_model)
     this.eps = eps;
   }
-  RMSNorm.prototype.forward = function (x, T) {
-    var d = this.weight.length;
-    var out = new Float32Array(T * d);
-    for (var t = 0; t < T; t++) {
-      var meanSquare = 0;
-      for (var c = 0; c < d; c++) meanSquare += x[t * d + c] * x[t * d + c];
+  forward(x, T) {
+    const d = this.weight.length;
+    const out = new Float32Array(T * d);
+    for (let t = 0; t < T; t++) {
+      let meanSquare = 0;
+      for (let c = 0; c < d; c++) meanSquare += x[t * d + c] * x[t * d + c];
       meanSquare = Math.fround(meanSquare / d);
-      var inv = Math.fround(1 / Math.sqrt(Math.fround(meanSquare + this.eps))); // torch.rsqrt
-      for (var c2 = 0; c2 < d; c2++) out[t * d + c2] = this.weight[c2] * Math.fround(x[t * d + c2] * inv);
+      const inv = Math.fround(1 / Math.sqrt(Math.fround(meanSquare + this.eps))); // torch.rsqrt
+      for (let c = 0; c < d; c++) out[t * d + c] = this.weight[c] * Math.fround(x[t * d + c] * inv);
     }
     return out;
-  };
+  }
+}
 
-  // attnlab.RotaryEmbedding: pair i is coordinates (i, i + D/2), turned by position * inv_freq[i].
-  function RotaryEmbedding(headDim, theta) {
+// attnlab.RotaryEmbedding: pair i is coordinates (i, i + D/2), turned by position * inv_freq[i].
+export class RotaryEmbedding {
+  constructor(headDim, theta) {
     this.head_dim = headDim;
     this.inv_freq = new Float32Array(headDim / 2);
-    for (var i = 0; i < headDim / 2; i++) {
-      this.inv_freq[i] = Math.pow(theta, -Math.fround((2 * i) / headDim)); // theta ** -exponents
-    }
+    for (let i = 0; i < headDim / 2; i++) this.inv_freq[i] = theta ** -Math.fround((2 * i) / headDim);
   }
-  // cos and sin of every position's angles, (T, D/2) each (both halves share them).
-  RotaryEmbedding.prototype.cosSin = function (T) {
-    var half = this.head_dim / 2;
-    var cos = new Float32Array(T * half);
-    var sin = new Float32Array(T * half);
-    for (var t = 0; t < T; t++) {
-      for (var i = 0; i < half; i++) {
-        var angle = Math.fround(t * this.inv_freq[i]);
+  // cos and sin of positions start .. start + T - 1, (T, D/2) each (both halves share them).
+  cosSin(start, T) {
+    const half = this.head_dim / 2;
+    const cos = new Float32Array(T * half);
+    const sin = new Float32Array(T * half);
+    for (let t = 0; t < T; t++) {
+      for (let i = 0; i < half; i++) {
+        const angle = Math.fround((start + t) * this.inv_freq[i]);
         cos[t * half + i] = Math.cos(angle);
         sin[t * half + i] = Math.sin(angle);
       }
     }
-    return { cos: cos, sin: sin };
-  };
+    return { cos, sin };
+  }
   // Rotate, in place, every head of x (T, heads * D): x * cos + rotate_half(x) * sin.
-  RotaryEmbedding.prototype.applyCosSin = function (x, T, heads, cosSin) {
-    var D = this.head_dim;
-    var half = D / 2;
-    for (var t = 0; t < T; t++) {
-      for (var h = 0; h < heads; h++) {
-        var at = (t * heads + h) * D;
-        for (var i = 0; i < half; i++) {
-          var cos = cosSin.cos[t * half + i];
-          var sin = cosSin.sin[t * half + i];
-          var x1 = x[at + i];
-          var x2 = x[at + i + half];
-          x[at + i] = Math.fround(x1 * cos) - Math.fround(x2 * sin); // rotate_half: [-x2, x1]
-          x[at + i + half] = Math.fround(x2 * cos) + Math.fround(x1 * sin);
+  applyCosSin(x, T, heads, { cos, sin }) {
+    const D = this.head_dim;
+    const half = D / 2;
+    for (let t = 0; t < T; t++) {
+      for (let h = 0; h < heads; h++) {
+        const at = (t * heads + h) * D;
+        for (let i = 0; i < half; i++) {
+          const c = cos[t * half + i];
+          const s = sin[t * half + i];
+          const x1 = x[at + i];
+          const x2 = x[at + i + half];
+          x[at + i] = Math.fround(x1 * c) - Math.fround(x2 * s); // rotate_half: [-x2, x1]
+          x[at + i + half] = Math.fround(x2 * c) + Math.fround(x1 * s);
         }
       }
     }
-  };
-
-  // Grouped-query attention with rotary positions and the causal mask, as
-  // attnlab.llama.LlamaAttention: query head h reads key/value head floor(h / (H / Hkv)).
-  function LlamaAttention(config, layer, tensors, kernels) {
-    var c = config;
-    this.num_heads = c.num_heads;
-    this.num_kv_heads = c.num_kv_heads;
-    this.head_dim = c.head_dim;
-    var prefix = "blk." + layer + ".";
-    this.q_proj = new Linear(tensors[prefix + "attn_q.weight"], unpermuteRotaryRows(c.num_heads, c.head_dim), kernels);
-    this.k_proj = new Linear(tensors[prefix + "attn_k.weight"], unpermuteRotaryRows(c.num_kv_heads, c.head_dim), kernels);
-    this.v_proj = new Linear(tensors[prefix + "attn_v.weight"], null, kernels);
-    this.o_proj = new Linear(tensors[prefix + "attn_output.weight"], null, kernels);
   }
-  // x (T, d_model), already normalised -> output (T, d_model); the weights (H, T, T) are
-  // written into attnWeights (if given) and heads in ablateHeads add nothing.
-  LlamaAttention.prototype.forward = function (x, T, rotary, cosSin, ablateHeads, attnWeights) {
-    var H = this.num_heads;
-    var Hkv = this.num_kv_heads;
-    var D = this.head_dim;
-    var group = H / Hkv;
-    var queries = this.q_proj.forward(x, T); // (T, H * D)
-    var keys = this.k_proj.forward(x, T); // (T, Hkv * D)
-    var values = this.v_proj.forward(x, T); // (T, Hkv * D)
+}
+
+// attnlab.KVCache for one layer: the keys and values of the positions seen so far,
+// (Hkv, S, D) each (Python's (B, Hkv, S, D) with B = 1). They are kept in room for
+// `capacity` positions: key (h, s) starts at keys[(h * capacity + s) * D].
+// `length` is the number of positions held, which is also the next token's position.
+export class KVCache {
+  constructor(numKvHeads, headDim, capacity = 64) {
+    this.num_kv_heads = numKvHeads;
+    this.head_dim = headDim;
+    this.capacity = capacity;
+    this.length = 0;
+    this.keys = new Float32Array(numKvHeads * capacity * headDim);
+    this.values = new Float32Array(numKvHeads * capacity * headDim);
+  }
+  get nbytes() {
+    return 2 * this.num_kv_heads * this.length * this.head_dim * 4;
+  }
+  grow(needed) {
+    let capacity = this.capacity;
+    while (capacity < needed) capacity *= 2;
+    if (capacity === this.capacity) return;
+    const D = this.head_dim;
+    const move = (old) => {
+      const out = new Float32Array(this.num_kv_heads * capacity * D);
+      for (let h = 0; h < this.num_kv_heads; h++) {
+        out.set(old.subarray(h * this.capacity * D, (h * this.capacity + this.length) * D), h * capacity * D);
+      }
+      return out;
+    };
+    this.keys = move(this.keys);
+    this.values = move(this.values);
+    this.capacity = capacity;
+  }
+  // Add a chunk of T positions, given as (T, Hkv * D) (the projections' layout), after
+  // the cached ones.
+  append(keys, values, T) {
+    const Hkv = this.num_kv_heads;
+    const D = this.head_dim;
+    this.grow(this.length + T);
+    for (let t = 0; t < T; t++) {
+      for (let h = 0; h < Hkv; h++) {
+        const to = (h * this.capacity + this.length + t) * D;
+        this.keys.set(keys.subarray((t * Hkv + h) * D, (t * Hkv + h + 1) * D), to);
+        this.values.set(values.subarray((t * Hkv + h) * D, (t * Hkv + h + 1) * D), to);
+      }
+    }
+    this.length += T;
+  }
+}
+
+// Grouped-query attention with rotary positions, the causal mask and a KVCache, as
+// attnlab.llama's layer: query head h reads key/value head floor(h / (H / Hkv)).
+export class Attention {
+  constructor(config, part, kernels) {
+    this.num_heads = config.num_heads;
+    this.num_kv_heads = config.num_kv_heads;
+    this.head_dim = config.head_dim;
+    this.q_proj = new Linear(part.q_proj, kernels);
+    this.k_proj = new Linear(part.k_proj, kernels);
+    this.v_proj = new Linear(part.v_proj, kernels);
+    this.o_proj = new Linear(part.o_proj, kernels);
+    this.kernels = kernels;
+  }
+  // x (T, d_model), already normalised -> (T, d_model). The new keys and values are
+  // appended to `cache` (S = cache.length after it); the weights (H, T, S) are written
+  // into attnWeights when given; heads in ablateHeads add nothing.
+  forward(x, T, rotary, cosSin, cache, ablateHeads, attnWeights) {
+    const H = this.num_heads;
+    const Hkv = this.num_kv_heads;
+    const D = this.head_dim;
+    const group = H / Hkv;
+    const queries = this.q_proj.forward(x, T); // (T, H * D)
+    const keys = this.k_proj.forward(x, T); // (T, Hkv * D)
+    const values = this.v_proj.forward(x, T); // (T, Hkv * D)
     rotary.applyCosSin(queries, T, H, cosSin);
     rotary.applyCosSin(keys, T, Hkv, cosSin);
-    var scale = 1 / Math.sqrt(D);
-    var contextVecs = new Float32Array(T * H * D); // (T, H * D), zero for ablated heads
-    var attnScores = new Float64Array(T); // one query's scores over keys 0..i
-    for (var h = 0; h < H; h++) {
-      var ablated = ablateHeads.has(h);
-      if (ablated && !attnWeights) continue;
-      var kvh = Math.floor(h / group);
-      for (var i = 0; i < T; i++) {
-        var q = (i * H + h) * D;
-        var max = -Infinity;
-        for (var j = 0; j <= i; j++) { // causal: keys up to the query's own position
-          var k = (j * Hkv + kvh) * D;
-          var dot0 = 0, dot1 = 0; // q . k in two interleaved sums (D is even)
-          for (var e = 0; e < D; e += 2) {
-            dot0 += queries[q + e] * keys[k + e];
-            dot1 += queries[q + e + 1] * keys[k + e + 1];
-          }
-          attnScores[j] = Math.fround(dot0 + dot1) * scale;
-          if (attnScores[j] > max) max = attnScores[j];
-        }
-        var sum = 0;
-        for (var j2 = 0; j2 <= i; j2++) {
-          attnScores[j2] = Math.exp(attnScores[j2] - max);
-          sum += attnScores[j2];
-        }
-        var rowAt = (h * T + i) * T;
-        var out = (i * H + h) * D;
-        for (var j3 = 0; j3 <= i; j3++) {
-          var weight = attnScores[j3] / sum;
-          if (attnWeights) attnWeights[rowAt + j3] = weight;
-          if (ablated) continue; // ablation: the head's context vectors stay zero
-          var v = (j3 * Hkv + kvh) * D;
-          for (var e2 = 0; e2 < D; e2++) contextVecs[out + e2] += weight * values[v + e2];
-        }
-      }
-    }
+    const past = cache.length;
+    cache.append(keys, values, T);
+    const contextVecs = new Float32Array(T * H * D); // (T, H * D), zero for ablated heads
+    this.kernels.attention({ queries, T, H, group, D, past, cache, ablateHeads, attnWeights, contextVecs });
     return this.o_proj.forward(contextVecs, T); // (T, d_model)
-  };
-
-  // Llama's feed-forward: down(silu(gate(x)) * up(x)).
-  function SwiGLU(layer, tensors, kernels) {
-    var prefix = "blk." + layer + ".";
-    this.gate_proj = new Linear(tensors[prefix + "ffn_gate.weight"], null, kernels);
-    this.up_proj = new Linear(tensors[prefix + "ffn_up.weight"], null, kernels);
-    this.down_proj = new Linear(tensors[prefix + "ffn_down.weight"], null, kernels);
   }
-  SwiGLU.prototype.forward = function (x, T) {
-    var gate = this.gate_proj.forward(x, T); // (T, ffn_dim)
-    var up = this.up_proj.forward(x, T); // (T, ffn_dim)
-    var hidden = new Float32Array(gate.length);
-    for (var i = 0; i < gate.length; i++) {
-      var g = gate[i];
+}
+
+// Llama's feed-forward: down(silu(gate(x)) * up(x)).
+export class SwiGLU {
+  constructor(part, kernels) {
+    this.gate_proj = new Linear(part.gate_proj, kernels);
+    this.up_proj = new Linear(part.up_proj, kernels);
+    this.down_proj = new Linear(part.down_proj, kernels);
+  }
+  forward(x, T) {
+    const gate = this.gate_proj.forward(x, T); // (T, ffn_dim)
+    const up = this.up_proj.forward(x, T); // (T, ffn_dim)
+    const hidden = new Float32Array(gate.length);
+    for (let i = 0; i < gate.length; i++) {
+      const g = gate[i];
       hidden[i] = Math.fround(g / (1 + Math.exp(-g))) * up[i]; // silu(gate) * up
     }
     return this.down_proj.forward(hidden, T); // (T, d_model)
-  };
-
-  // One Llama layer: pre-norm attention and pre-norm SwiGLU, each added back.
-  function DecoderBlock(config, layer, tensors, kernels) {
-    var prefix = "blk." + layer + ".";
-    this.attn_norm = new RMSNorm(tensors[prefix + "attn_norm.weight"].toFloat32(), config.rms_eps);
-    this.attn = new LlamaAttention(config, layer, tensors, kernels);
-    this.ffn_norm = new RMSNorm(tensors[prefix + "ffn_norm.weight"].toFloat32(), config.rms_eps);
-    this.ffn = new SwiGLU(layer, tensors, kernels);
   }
-  DecoderBlock.prototype.forward = function (x, T, rotary, cosSin, ablateHeads, attnWeights) {
-    var attnOut = this.attn.forward(this.attn_norm.forward(x, T), T, rotary, cosSin, ablateHeads, attnWeights);
-    for (var i = 0; i < x.length; i++) x[i] += attnOut[i]; // residual
-    var ffnOut = this.ffn.forward(this.ffn_norm.forward(x, T), T);
-    for (var i2 = 0; i2 < x.length; i2++) x[i2] += ffnOut[i2]; // residual
+}
+
+// One Llama layer: pre-norm attention and pre-norm SwiGLU, each added back.
+export class DecoderBlock {
+  constructor(config, part, kernels) {
+    this.attn_norm = new RMSNorm(part.attn_norm, config.rms_eps);
+    this.attn = new Attention(config, part, kernels);
+    this.ffn_norm = new RMSNorm(part.ffn_norm, config.rms_eps);
+    this.ffn = new SwiGLU(part, kernels);
+  }
+  forward(x, T, rotary, cosSin, cache, ablateHeads, attnWeights) {
+    const attnOut = this.attn.forward(this.attn_norm.forward(x, T), T, rotary, cosSin, cache, ablateHeads, attnWeights);
+    for (let i = 0; i < x.length; i++) x[i] += attnOut[i]; // residual
+    const ffnOut = this.ffn.forward(this.ffn_norm.forward(x, T), T);
+    for (let i = 0; i < x.length; i++) x[i] += ffnOut[i]; // residual
     return x;
-  };
+  }
+}
 
-  // A Llama-architecture causal language model with tied embeddings.
-  // kernels: what computes the Linear layers (default: JsKernels, plain JavaScript).
-  function LlamaModel(gguf, kernels) {
-    var config = new LlamaConfig(gguf.metadata);
-    var tensors = gguf.tensors;
+// A Llama-architecture causal language model. parts: families/*.js's partsFromGguf;
+// kernels: what computes the products (JsKernels, or kernels.js's WasmKernels).
+export class LlamaModel {
+  constructor(config, parts, kernels = new JsKernels()) {
     this.config = config;
-    this.kernels = kernels || new JsKernels();
-    this.embed = tensors["token_embd.weight"]; // (V, d_model), Q8_0, read a row at a time
-    this.layers = [];
-    for (var l = 0; l < config.num_layers; l++) this.layers.push(new DecoderBlock(config, l, tensors, this.kernels));
-    this.norm = new RMSNorm(tensors["output_norm.weight"].toFloat32(), config.rms_eps);
-    this.rotary = new RotaryEmbedding(config.head_dim, config.rope_theta);
+    this.kernels = kernels;
+    this.embed = parts.embed; // (V, d_model), quantised, read a row at a time
+    this.lm_head = parts.lm_head || parts.embed; // tied unless the file has its own
+    this.layers = parts.layers.map((part) => new DecoderBlock(config, part, kernels));
+    this.norm = new RMSNorm(parts.norm, config.rms_eps);
+    this.rotary = new RotaryEmbedding(config.head_dim, config.rope_theta); // one for all layers
   }
 
-  // The forward pass over ids (T,): {logits: Float32Array(V), the last position's scores;
-  // attention: Float32Array(num_layers * H * T * T), layer, head, query, key}.
-  // options.ablate: {layer: [head, ...]}; options.returnAttention (default true).
-  LlamaModel.prototype.forward = function (ids, options) {
-    options = options || {};
-    var c = this.config;
-    var inputIds = checkIds("input_ids", ids, c.vocab_size, options.maxTokens);
-    var headsOff = checkAblate(options.ablate, c.num_layers, c.num_heads);
-    var T = inputIds.length;
-    var d = c.d_model;
-    var x = new Float32Array(T * d); // (T, d_model)
-    for (var t = 0; t < T; t++) this.embed.row(inputIds[t], x.subarray(t * d, (t + 1) * d));
-    var returnAttention = options.returnAttention !== false;
-    var perLayer = c.num_heads * T * T;
-    var attention = returnAttention ? new Float32Array(c.num_layers * perLayer) : null;
-    var cosSin = this.rotary.cosSin(T);
-    for (var l = 0; l < c.num_layers; l++) {
-      var weights = attention ? attention.subarray(l * perLayer, (l + 1) * perLayer) : null;
-      x = this.layers[l].forward(x, T, this.rotary, cosSin, headsOff[l], weights);
-      if (options.onLayer) options.onLayer(l);
-    }
-    var last = this.norm.forward(x.subarray((T - 1) * d, T * d), 1); // (1, d_model)
-    return { logits: this.logits(last), attention: attention, T: T };
-  };
-
-  // Tied logits of one normalised vector: its dot product with every token's embedding.
-  LlamaModel.prototype.logits = function (vector) {
-    if (this.kernels.tiedLogits && this.embed.type === "Q8_0") return this.kernels.tiedLogits(this.embed, vector);
-    var V = this.config.vocab_size;
-    var d = this.config.d_model;
-    var logits = new Float32Array(V);
-    var row = new Float32Array(d);
-    for (var v = 0; v < V; v++) {
-      this.embed.row(v, row);
-      var s = 0;
-      for (var c = 0; c < d; c++) s += row[c] * vector[c];
-      logits[v] = s;
-    }
-    return logits;
-  };
-
-  // The k largest entries of `logits` after a softmax: [{id, probability, logit}].
-  function topK(logits, k) {
-    var max = -Infinity;
-    for (var i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i];
-    var sum = 0;
-    for (var j = 0; j < logits.length; j++) sum += Math.exp(logits[j] - max);
-    var best = [];
-    for (var v = 0; v < logits.length; v++) {
-      if (best.length < k || logits[v] > best[best.length - 1].logit) {
-        best.push({ id: v, logit: logits[v] });
-        best.sort(function (a, b) { return b.logit - a.logit; });
-        if (best.length > k) best.pop();
-      }
-    }
-    return best.map(function (entry) {
-      return { id: entry.id, logit: entry.logit, probability: Math.exp(entry.logit - max) / sum };
-    });
+  // An empty KVCache for each layer, for forward(ids, {cache}).
+  new_cache(capacity = 64) {
+    return this.layers.map(() => new KVCache(this.config.num_kv_heads, this.config.head_dim, capacity));
   }
 
-  var api = {
-    LlamaConfig: LlamaConfig,
-    LlamaModel: LlamaModel,
-    DecoderBlock: DecoderBlock,
-    LlamaAttention: LlamaAttention,
-    RMSNorm: RMSNorm,
-    SwiGLU: SwiGLU,
-    RotaryEmbedding: RotaryEmbedding,
-    Linear: Linear,
-    JsKernels: JsKernels,
-    matmulTransposed: matmulTransposed,
-    unpermuteRotaryRows: unpermuteRotaryRows,
-    checkIds: checkIds,
-    checkAblate: checkAblate,
-    topK: topK,
-  };
-  if (typeof module === "object" && module.exports) module.exports = api;
-  else {
-    root.AttnlabLive = root.AttnlabLive || {};
-    root.AttnlabLive.model = api;
+  checkCache(cache) {
+    const n = this.layers.length;
+    if (!Array.isArray(cache) || cache.length !== n || !cache.every((c) => c instanceof KVCache)) {
+      throw new TypeError(`cache must be an array of ${n} KVCache (model.new_cache()); got ${describe(cache)}`);
+    }
+    if (new Set(cache).size !== n) throw new RangeError("cache must hold a different KVCache for every layer");
+    const lengths = new Set(cache.map((c) => c.length));
+    if (lengths.size > 1) throw new RangeError("cache must hold the same number of positions in every layer");
+    return cache[0].length;
   }
-})(typeof self !== "undefined" ? self : this);
+
+  // The forward pass over ids (T,) after the cache's positions (none without one):
+  // {logits: Float32Array(V), the last position's scores; attention: null, or with
+  // return_attention a Float32Array(num_layers * H * T * S): layer, head, query, key;
+  // T, S}. options: cache (from new_cache(), appended to), return_attention (default
+  // false, as in Python), ablate ({layer: [head, ...]}), maxTokens (the page's limit).
+  forward(ids, { cache = null, return_attention = undefined, ablate = null, maxTokens = undefined, onLayer = null } = {}) {
+    const c = this.config;
+    const inputIds = checkIds("input_ids", ids, c.vocab_size, maxTokens);
+    const returnAttention = checkBool("return_attention", return_attention, false);
+    const headsOff = checkAblate(ablate, c.num_layers, c.num_heads);
+    const layerCaches = cache === null ? this.new_cache(inputIds.length) : cache;
+    const past = this.checkCache(layerCaches);
+    const T = inputIds.length;
+    if (past + T > c.context_length) {
+      throw new RangeError(`input_ids must fit the context of ${c.context_length} tokens; got ${T} new tokens after ${past} cached`);
+    }
+    const S = past + T;
+    const d = c.d_model;
+    let x = new Float32Array(T * d); // (T, d_model)
+    for (let t = 0; t < T; t++) this.embed.row(inputIds[t], x.subarray(t * d, (t + 1) * d));
+    const perLayer = c.num_heads * T * S;
+    const attention = returnAttention ? new Float32Array(c.num_layers * perLayer) : null;
+    const cosSin = this.rotary.cosSin(past, T); // once, for every layer
+    for (let l = 0; l < c.num_layers; l++) {
+      const weights = attention ? attention.subarray(l * perLayer, (l + 1) * perLayer) : null;
+      x = this.layers[l].forward(x, T, this.rotary, cosSin, layerCaches[l], headsOff[l], weights);
+      if (onLayer) onLayer(l);
+    }
+    const last = this.norm.forward(x.subarray((T - 1) * d, T * d), 1); // (1, d_model)
+    return { logits: this.kernels.logits(this.lm_head, last), attention, T, S };
+  }
+}
+
+// The k largest entries of `logits` after a softmax: [{id, probability, logit}].
+export function topK(logits, k) {
+  let max = -Infinity;
+  for (let i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i];
+  let sum = 0;
+  for (let j = 0; j < logits.length; j++) sum += Math.exp(logits[j] - max);
+  const best = [];
+  for (let v = 0; v < logits.length; v++) {
+    if (best.length < k || logits[v] > best[best.length - 1].logit) {
+      best.push({ id: v, logit: logits[v] });
+      best.sort((a, b) => b.logit - a.logit);
+      if (best.length > k) best.pop();
+    }
+  }
+  return best.map(({ id, logit }) => ({ id, logit, probability: Math.exp(logit - max) / sum }));
+}

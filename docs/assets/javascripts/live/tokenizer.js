@@ -1,100 +1,126 @@
-// SmolLM2's tokenizer in JavaScript: byte-level BPE read from the GGUF file's
-// tokenizer.ggml.* metadata, giving exactly attnlab.llama.Tokenizer's ids.
+// A GGUF file's tokenizer in JavaScript: byte-level BPE read from its tokenizer.ggml.*
+// metadata, giving exactly attnlab.llama.Tokenizer's ids.
 //
 // Text becomes ids in the same three steps as src/attnlab/llama/tokenizer.py:
 // 1. the special (control) tokens written in the text are matched whole;
-// 2. pre-tokenisation: every digit alone (tokenizers' Digits(individual_digits=True)),
-//    then GPT-2's pattern inside each piece, and each word's UTF-8 bytes spelled in
+// 2. pre-tokenisation, named by the file's `tokenizer.ggml.pre` (PRE_TOKENIZERS below;
+//    SmolLM2's "smollm": every digit alone, as tokenizers' Digits(individual_digits=True),
+//    then GPT-2's pattern inside each piece); each word's UTF-8 bytes are spelled in
 //    GPT-2's byte alphabet (a space is "Ġ");
 // 3. byte-pair encoding: the lowest-ranked merge first, leftmost first on ties.
-(function (root) {
-  "use strict";
 
-  var CONTROL = 3; // tokenizer.ggml.token_type of a special (control) token
-  // GPT-2's pre-tokenizer pattern, with Unicode's White_Space as tokenizers' \s.
-  var GPT2_PATTERN =
-    /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\p{White_Space}\p{L}\p{N}]+|\p{White_Space}+(?![^\p{White_Space}])|\p{White_Space}+/gu;
-  var DIGIT = /\p{N}/u; // Rust's char::is_numeric, what tokenizers' Digits splits on
+const CONTROL = 3; // tokenizer.ggml.token_type of a special (control) token
+// GPT-2's pre-tokenizer pattern, with Unicode's White_Space as tokenizers' \s.
+export const GPT2_PATTERN =
+  /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\p{White_Space}\p{L}\p{N}]+|\p{White_Space}+(?![^\p{White_Space}])|\p{White_Space}+/gu;
+const DIGIT = /\p{N}/u; // Rust's char::is_numeric, what tokenizers' Digits splits on
 
-  // GPT-2's byte alphabet: printable bytes stand for themselves, the others are
-  // shifted to code points from 256 on (a space, byte 32, becomes "Ġ", U+0120).
-  function bytesToUnicode() {
-    var table = new Array(256);
-    var shifted = 0;
-    for (var b = 0; b < 256; b++) {
-      var printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-      table[b] = String.fromCodePoint(printable ? b : 256 + shifted++);
-    }
-    return table;
+// Split `text` on the digits: each digit its own piece (Digits' "isolated" behaviour).
+export function splitDigits(text) {
+  const pieces = [];
+  let current = "";
+  for (const ch of text) {
+    if (DIGIT.test(ch)) {
+      if (current) pieces.push(current);
+      pieces.push(ch);
+      current = "";
+    } else current += ch;
   }
-  var BYTE_CHARS = bytesToUnicode();
-  var CHAR_BYTES = {};
-  BYTE_CHARS.forEach(function (ch, b) { CHAR_BYTES[ch] = b; });
+  if (current) pieces.push(current);
+  return pieces;
+}
 
-  // Split `text` on the digits: each digit its own piece (Digits' "isolated" behaviour).
-  function splitDigits(text) {
-    var pieces = [];
-    var current = "";
-    for (var ch of text) {
-      if (DIGIT.test(ch)) {
-        if (current) pieces.push(current);
-        pieces.push(ch);
-        current = "";
-      } else current += ch;
-    }
-    if (current) pieces.push(current);
-    return pieces;
+const gpt2Words = (text) => text.match(GPT2_PATTERN) || [];
+
+// tokenizer.ggml.pre -> text -> words (before the byte alphabet). Another family's
+// tokenizer is one more entry here.
+export const PRE_TOKENIZERS = {
+  smollm: (text) => splitDigits(text).flatMap(gpt2Words),
+  "gpt-2": gpt2Words,
+  default: gpt2Words,
+};
+
+// GPT-2's byte alphabet: printable bytes stand for themselves, the others are
+// shifted to code points from 256 on (a space, byte 32, becomes "Ġ", U+0120).
+function bytesToUnicode() {
+  const table = new Array(256);
+  let shifted = 0;
+  for (let b = 0; b < 256; b++) {
+    const printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+    table[b] = String.fromCodePoint(printable ? b : 256 + shifted++);
   }
+  return table;
+}
+const BYTE_CHARS = bytesToUnicode();
+const CHAR_BYTES = new Map(BYTE_CHARS.map((ch, b) => [ch, b]));
 
-  function Tokenizer(tokens, merges, specialIds, bosTokenId, eosTokenId) {
+function describe(value) {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value;
+}
+
+export class Tokenizer {
+  constructor({ tokens, merges, specialIds, bosTokenId, eosTokenId, pre = "smollm", chatTemplate = null }) {
+    if (!PRE_TOKENIZERS[pre]) {
+      throw new RangeError(
+        `tokenizer.ggml.pre must be one of ${Object.keys(PRE_TOKENIZERS).join(", ")}; got ${JSON.stringify(pre)}`
+      );
+    }
     this.tokens = tokens;
-    this.vocab = new Map();
-    for (var i = 0; i < tokens.length; i++) this.vocab.set(tokens[i], i);
-    // "left right" -> rank (priority; lower merges first).
-    this.mergeRanks = new Map();
-    for (var r = 0; r < merges.length; r++) this.mergeRanks.set(merges[r], r);
-    this.specials = specialIds.map(function (id) { return tokens[id]; });
-    this.bosTokenId = bosTokenId;
-    this.eosTokenId = eosTokenId;
+    this.vocab = new Map(tokens.map((token, id) => [token, id]));
+    this.mergeRanks = new Map(merges.map((merge, rank) => [merge, rank])); // "left right" -> rank
+    this.specials = specialIds.map((id) => tokens[id]);
+    this.specialSet = new Set(this.specials);
+    this.bos_token_id = bosTokenId;
+    this.eos_token_id = eosTokenId;
+    this.pre = pre;
+    this.preTokenizer = PRE_TOKENIZERS[pre];
+    this.chat_template = chatTemplate;
     this.cache = new Map(); // word -> ids
     this.encoder = new TextEncoder();
     this.decoder = new TextDecoder("utf-8");
   }
 
   // The tokenizer a GGUF file's metadata describes (gguf.js's readGguf(...).metadata).
-  Tokenizer.fromGguf = function (metadata) {
+  static fromGguf(metadata) {
     if (metadata["tokenizer.ggml.model"] !== "gpt2") {
-      throw new Error("the GGUF's tokenizer.ggml.model must be 'gpt2' (byte-level BPE); got " +
-        JSON.stringify(metadata["tokenizer.ggml.model"]));
+      throw new RangeError(
+        "the GGUF's tokenizer.ggml.model must be 'gpt2' (byte-level BPE); got " +
+          JSON.stringify(metadata["tokenizer.ggml.model"])
+      );
     }
-    var types = metadata["tokenizer.ggml.token_type"];
-    var specialIds = [];
-    types.forEach(function (kind, id) { if (kind === CONTROL) specialIds.push(id); });
-    return new Tokenizer(
-      metadata["tokenizer.ggml.tokens"],
-      metadata["tokenizer.ggml.merges"],
+    const specialIds = [];
+    metadata["tokenizer.ggml.token_type"].forEach((kind, id) => {
+      if (kind === CONTROL) specialIds.push(id);
+    });
+    return new Tokenizer({
+      tokens: metadata["tokenizer.ggml.tokens"],
+      merges: metadata["tokenizer.ggml.merges"],
       specialIds,
-      metadata["tokenizer.ggml.bos_token_id"],
-      metadata["tokenizer.ggml.eos_token_id"]
-    );
-  };
+      bosTokenId: metadata["tokenizer.ggml.bos_token_id"],
+      eosTokenId: metadata["tokenizer.ggml.eos_token_id"],
+      pre: metadata["tokenizer.ggml.pre"] || "default",
+      chatTemplate: metadata["tokenizer.chat_template"] || null,
+    });
+  }
 
-  Object.defineProperty(Tokenizer.prototype, "vocabSize", {
-    get: function () { return this.tokens.length; },
-  });
+  get vocab_size() {
+    return this.tokens.length;
+  }
 
   // Step 1: [{text, special}] with the special tokens cut out whole (leftmost, then longest).
-  Tokenizer.prototype.splitSpecial = function (text) {
-    var parts = [];
-    var start = 0;
+  splitSpecial(text) {
+    const parts = [];
+    let start = 0;
     while (start < text.length) {
-      var best = -1;
-      var bestToken = null;
-      for (var s = 0; s < this.specials.length; s++) {
-        var at = text.indexOf(this.specials[s], start);
-        if (at >= 0 && (best < 0 || at < best || (at === best && this.specials[s].length > bestToken.length))) {
+      let best = -1;
+      let bestToken = null;
+      for (const special of this.specials) {
+        const at = text.indexOf(special, start);
+        if (at >= 0 && (best < 0 || at < best || (at === best && special.length > bestToken.length))) {
           best = at;
-          bestToken = this.specials[s];
+          bestToken = special;
         }
       }
       if (best < 0) break;
@@ -104,33 +130,27 @@
     }
     if (start < text.length) parts.push({ text: text.slice(start), special: false });
     return parts;
-  };
+  }
 
   // Step 2: the words of a text without special tokens, in GPT-2's byte alphabet.
-  Tokenizer.prototype.preTokenize = function (text) {
-    var words = [];
-    var encoder = this.encoder;
-    splitDigits(text).forEach(function (piece) {
-      var matches = piece.match(GPT2_PATTERN) || [];
-      matches.forEach(function (word) {
-        var spelled = "";
-        encoder.encode(word).forEach(function (b) { spelled += BYTE_CHARS[b]; });
-        words.push(spelled);
-      });
+  preTokenize(text) {
+    return this.preTokenizer(text).map((word) => {
+      let spelled = "";
+      for (const b of this.encoder.encode(word)) spelled += BYTE_CHARS[b];
+      return spelled;
     });
-    return words;
-  };
+  }
 
   // Step 3: one word's ids by byte-pair encoding.
-  Tokenizer.prototype.bpe = function (word) {
-    var cached = this.cache.get(word);
+  bpe(word) {
+    const cached = this.cache.get(word);
     if (cached) return cached;
-    var symbols = Array.from(word); // one symbol per byte character
+    const symbols = Array.from(word); // one symbol per byte character
     while (symbols.length > 1) {
-      var bestRank = Infinity;
-      var bestAt = -1;
-      for (var i = 0; i < symbols.length - 1; i++) {
-        var rank = this.mergeRanks.get(symbols[i] + " " + symbols[i + 1]);
+      let bestRank = Infinity;
+      let bestAt = -1;
+      for (let i = 0; i < symbols.length - 1; i++) {
+        const rank = this.mergeRanks.get(symbols[i] + " " + symbols[i + 1]);
         if (rank !== undefined && rank < bestRank) {
           bestRank = rank;
           bestAt = i;
@@ -139,53 +159,53 @@
       if (bestAt < 0) break;
       symbols.splice(bestAt, 2, symbols[bestAt] + symbols[bestAt + 1]);
     }
-    var vocab = this.vocab;
-    var ids = symbols.map(function (symbol) {
-      var id = vocab.get(symbol);
-      if (id === undefined) throw new Error("tokenizer: no id for the symbol " + JSON.stringify(symbol));
+    const ids = symbols.map((symbol) => {
+      const id = this.vocab.get(symbol);
+      if (id === undefined) throw new Error(`tokenizer: no id for the symbol ${JSON.stringify(symbol)}`);
       return id;
     });
     if (this.cache.size < 50000) this.cache.set(word, ids);
     return ids;
-  };
+  }
 
   // The token ids of `text` (no beginning-of-sequence token: SmolLM2's file adds none).
-  Tokenizer.prototype.encode = function (text) {
-    if (typeof text !== "string") {
-      throw new TypeError("text must be a string; got " + (text === null ? "null" : typeof text));
+  encode(text) {
+    if (typeof text !== "string") throw new TypeError(`text must be a string; got ${describe(text)}`);
+    const ids = [];
+    for (const part of this.splitSpecial(text)) {
+      if (part.special) ids.push(this.vocab.get(part.text));
+      else for (const word of this.preTokenize(part.text)) ids.push(...this.bpe(word));
     }
-    var ids = [];
-    var self = this;
-    this.splitSpecial(text).forEach(function (part) {
-      if (part.special) ids.push(self.vocab.get(part.text));
-      else self.preTokenize(part.text).forEach(function (word) {
-        self.bpe(word).forEach(function (id) { ids.push(id); });
-      });
-    });
     return ids;
-  };
+  }
 
   // The bytes of one token (special tokens are their text).
-  Tokenizer.prototype.tokenBytes = function (id) {
-    var token = this.tokens[id];
-    if (this.specials.indexOf(token) >= 0) return this.encoder.encode(token);
-    var bytes = [];
-    for (var ch of token) bytes.push(CHAR_BYTES[ch] !== undefined ? CHAR_BYTES[ch] : 63);
+  tokenBytes(id) {
+    const token = this.tokens[id];
+    if (this.specialSet.has(token)) return this.encoder.encode(token);
+    const bytes = [];
+    for (const ch of token) bytes.push(CHAR_BYTES.has(ch) ? CHAR_BYTES.get(ch) : 63);
     return Uint8Array.from(bytes);
-  };
+  }
 
   // The text of ids (UTF-8; a token that ends mid-character shows U+FFFD).
-  Tokenizer.prototype.decode = function (ids) {
-    var self = this;
-    var all = [];
-    ids.forEach(function (id) { self.tokenBytes(id).forEach(function (b) { all.push(b); }); });
+  decode(ids) {
+    const all = [];
+    for (const id of ids) all.push(...this.tokenBytes(id));
     return this.decoder.decode(Uint8Array.from(all));
-  };
-
-  var api = { Tokenizer: Tokenizer, splitDigits: splitDigits, GPT2_PATTERN: GPT2_PATTERN };
-  if (typeof module === "object" && module.exports) module.exports = api;
-  else {
-    root.AttnlabLive = root.AttnlabLive || {};
-    root.AttnlabLive.tokenizer = api;
   }
-})(typeof self !== "undefined" ? self : this);
+
+  // A user's message in the file's chat format, ready for generation, or null when
+  // the file has no chat template this page can follow (ChatML's <|im_start|> turns,
+  // with the template's own default system message, as Tokenizer.chat_prompt).
+  chatPrompt(content) {
+    if (typeof content !== "string") throw new TypeError(`content must be a string; got ${describe(content)}`);
+    const template = this.chat_template;
+    if (!template || !template.includes("<|im_start|>")) return null;
+    const system = /<\|im_start\|>system\\n(.*?)<\|im_end\|>/s.exec(template) ||
+      /<\|im_start\|>system\n(.*?)<\|im_end\|>/s.exec(template);
+    const opening = system && /messages\[0\]\['role'\] != 'system'/.test(template)
+      ? `<|im_start|>system\n${system[1]}<|im_end|>\n` : "";
+    return `${opening}<|im_start|>user\n${content}<|im_end|>\n<|im_start|>assistant\n`;
+  }
+}

@@ -1,76 +1,80 @@
-// The Web Worker that holds SmolLM2 and runs it, so that the page never freezes.
+// The module Worker that holds the model and runs it, so that the page never freezes.
 //
 // Messages in (from api.js), each with an `id` that its answer repeats:
-//   {type: "load", url}           -> progress messages, then {type: "ready", info}
-//   {type: "encode", text}        -> {ids, tokens}
-//   {type: "decode", ids}         -> {text, tokens}
-//   {type: "run", ids, ablate}    -> {logits, attention} (Float32Arrays, transferred),
-//                                    ms (the forward pass's time), top (the 5 likeliest)
+//   {type: "load", url}            -> progress messages, then {type: "result", result: info}
+//   {type: "encode", text}         -> {ids, tokens}
+//   {type: "decode", ids}          -> {text, tokens}
+//   {type: "chat", text}           -> the text as a user's chat message (null: no template)
+//   {type: "run", ids, options}    -> {logits, attention, T, S, ms, top} (arrays transferred;
+//                                     options: ablate, return_attention)
+//   {type: "generate", ids, options} -> a {type: "token"} message per new token ({id,
+//                                     token, T, S, attention: with return_attention, the
+//                                     weights of the T queries fed in that step (num_layers,
+//                                     H, T, S): the prompt's, then one row), then {ids, ms};
+//   {type: "stop", target}          -> the generation `target` stops after its current token.
 // A failure answers {type: "error", name, message}: bad input is refused before any
 // arithmetic, with the message the Python would give.
-/* global importScripts, AttnlabLive */
-importScripts("gguf.js", "tokenizer.js", "model.js", "kernels.js", "engine.js");
+import { Engine, FileSlot } from "./engine.js";
+import { topK } from "./model.js";
 
-var CACHE_NAME = "attnlab-live-v1";
-var engine = null;
-var loading = null;
+const CACHE_NAME = "attnlab-live-v1";
+let engine = null;
+let loading = null;
+const stopped = new Set(); // ids of generations asked to stop
 
-function post(message, transfer) {
-  self.postMessage(message, transfer || []);
-}
+const post = (message, transfer = []) => self.postMessage(message, transfer);
 
 // The browser's Cache Storage (kept across visits), where it exists: secure contexts
 // (https, or http on 127.0.0.1 / localhost).
-function openCache() {
-  if (typeof caches === "undefined") return Promise.resolve(null);
-  return caches.open(CACHE_NAME).catch(function () { return null; });
+async function openCache() {
+  if (typeof caches === "undefined") return null;
+  try {
+    return await caches.open(CACHE_NAME);
+  } catch {
+    return null;
+  }
 }
 
 // Read a response's body into a FileSlot, reporting progress as the bytes arrive.
-function readInto(response, id, fromCache) {
-  var total = Number(response.headers.get("Content-Length")) || 0;
+async function readInto(response, id, fromCache) {
+  const total = Number(response.headers.get("Content-Length")) || 0;
   if (!total || !response.body) {
-    return response.arrayBuffer().then(function (buffer) {
-      var slot = new AttnlabLive.engine.FileSlot(buffer.byteLength);
-      slot.bytes.set(new Uint8Array(buffer));
-      post({ type: "progress", id: id, loaded: buffer.byteLength, total: buffer.byteLength, fromCache: fromCache });
-      return slot;
-    });
+    const buffer = await response.arrayBuffer();
+    const slot = new FileSlot(buffer.byteLength);
+    slot.bytes.set(new Uint8Array(buffer));
+    post({ type: "progress", id, loaded: buffer.byteLength, total: buffer.byteLength, fromCache });
+    return slot;
   }
-  var slot = new AttnlabLive.engine.FileSlot(total);
-  var reader = response.body.getReader();
-  var loaded = 0;
-  var lastPost = 0;
-  function pump() {
-    return reader.read().then(function (chunk) {
-      if (chunk.done) {
-        if (loaded !== total) throw new Error("the model's download stopped at " + loaded + " of " + total + " bytes");
-        post({ type: "progress", id: id, loaded: loaded, total: total, fromCache: fromCache });
-        return slot;
-      }
-      if (loaded + chunk.value.length > total) throw new Error("the model's file is longer than its Content-Length");
-      slot.bytes.set(chunk.value, loaded);
-      loaded += chunk.value.length;
-      if (loaded - lastPost > total / 100) {
-        lastPost = loaded;
-        post({ type: "progress", id: id, loaded: loaded, total: total, fromCache: fromCache });
-      }
-      return pump();
-    });
+  const slot = new FileSlot(total);
+  const reader = response.body.getReader();
+  let loaded = 0;
+  let lastPost = 0;
+  for (;;) {
+    const chunk = await reader.read();
+    if (chunk.done) break;
+    if (loaded + chunk.value.length > total) throw new Error("the model's file is longer than its Content-Length");
+    slot.bytes.set(chunk.value, loaded);
+    loaded += chunk.value.length;
+    if (loaded - lastPost > total / 100) {
+      lastPost = loaded;
+      post({ type: "progress", id, loaded, total, fromCache });
+    }
   }
-  return pump();
+  if (loaded !== total) throw new Error(`the model's download stopped at ${loaded} of ${total} bytes`);
+  post({ type: "progress", id, loaded, total, fromCache });
+  return slot;
 }
 
 // Progress messages for a stream's bytes as they pass.
 function counted(body, total, id) {
-  var loaded = 0;
-  var lastPost = 0;
+  let loaded = 0;
+  let lastPost = 0;
   return body.pipeThrough(new TransformStream({
-    transform: function (chunk, controller) {
+    transform(chunk, controller) {
       loaded += chunk.length;
       if (loaded - lastPost > total / 100 || loaded === total) {
         lastPost = loaded;
-        post({ type: "progress", id: id, loaded: loaded, total: total, fromCache: false });
+        post({ type: "progress", id, loaded, total, fromCache: false });
       }
       controller.enqueue(chunk);
     },
@@ -80,100 +84,91 @@ function counted(body, total, id) {
 // Download the file. With Cache Storage, the bytes stream to the cache (kept for the
 // next visit) and are then read back from it: the page never holds two copies, which
 // matters on a phone. Where the cache refuses (a full disk), download again without it.
-function download(url, id, cache) {
-  return fetch(url).then(function (response) {
-    if (!response.ok) throw new Error("HTTP " + response.status + " for " + url);
-    var total = Number(response.headers.get("Content-Length")) || 0;
-    if (!cache || !response.body || !total || typeof TransformStream === "undefined") {
-      return readInto(response, id, false);
-    }
-    var stored = new Response(counted(response.body, total, id), { headers: response.headers });
-    return cache.put(url, stored)
-      .then(function () { return cache.match(url); })
-      .then(function (hit) {
-        return hit ? readInto(hit, id, false) : fetch(url).then(function (again) { return readInto(again, id, false); });
-      }, function () {
-        return fetch(url).then(function (again) { return readInto(again, id, false); });
-      });
-  });
+async function download(url, id, cache) {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`HTTP ${response.status} for ${url}`);
+  const total = Number(response.headers.get("Content-Length")) || 0;
+  if (!cache || !response.body || !total || typeof TransformStream === "undefined") {
+    return readInto(response, id, false);
+  }
+  const again = async () => readInto(await fetch(url), id, false);
+  try {
+    await cache.put(url, new Response(counted(response.body, total, id), { headers: response.headers }));
+    const hit = await cache.match(url);
+    return hit ? readInto(hit, id, false) : again();
+  } catch {
+    return again();
+  }
 }
 
-function load(message) {
-  var started = performance.now();
-  var fromCache = false;
-  return openCache().then(function (cache) {
-    var cached = cache ? cache.match(message.url) : Promise.resolve(null);
-    return cached.then(function (hit) {
-      if (hit) {
-        fromCache = true;
-        return readInto(hit, message.id, true);
-      }
-      return download(message.url, message.id, cache);
-    });
-  }).then(function (slot) {
-    var downloaded = performance.now();
-    engine = new AttnlabLive.engine.Engine(slot, message.maxTokens);
-    var c = engine.config;
-    return {
-      layers: c.num_layers,
-      heads: c.num_heads,
-      kvHeads: c.num_kv_heads,
-      vocabSize: c.vocab_size,
-      maxTokens: engine.maxTokens,
-      kernels: engine.kernelsName,
-      fromCache: fromCache,
-      bytes: slot.kernels ? slot.kernels.fileLength : slot.bytes.length,
-      readMs: downloaded - started,
-      loadMs: performance.now() - started,
-    };
-  });
+async function load({ url, id, maxTokens }) {
+  const started = performance.now();
+  const cache = await openCache();
+  const hit = cache ? await cache.match(url) : null;
+  const slot = hit ? await readInto(hit, id, true) : await download(url, id, cache);
+  const read = performance.now();
+  engine = new Engine(slot, maxTokens);
+  return { ...engine.info(), fromCache: Boolean(hit), readMs: read - started, loadMs: performance.now() - started };
 }
 
-// {text, tokens}: the ids' text and each token's own text.
-function decode(ids) {
-  var checked = AttnlabLive.model.checkIds("ids", ids, engine.config.vocab_size);
-  var list = Array.from(checked);
-  return {
-    text: engine.tokenizer.decode(list),
-    tokens: list.map(function (id) { return engine.tokenizer.decode([id]); }),
-  };
+const withTokens = (entries) => entries.map((entry) => ({ ...entry, token: engine.tokenizer.decode([entry.id]) }));
+
+function run({ ids, options = {} }) {
+  const started = performance.now();
+  const result = engine.run(ids, { ablate: options.ablate, return_attention: options.return_attention });
+  return { ...result, ms: performance.now() - started, top: withTokens(topK(result.logits, 5)) };
+}
+
+async function generate({ id, ids, options = {} }) {
+  const started = performance.now();
+  const steps = engine.steps(ids, options);
+  const newIds = [];
+  let stepStart = performance.now();
+  let firstMs = null;
+  for (const step of steps) {
+    const now = performance.now();
+    if (firstMs === null) firstMs = now - stepStart;
+    newIds.push(step.id);
+    const attention = step.attention; // (num_layers, H, T, S): the queries fed in this step
+    post({
+      type: "token", id, index: newIds.length - 1, token_id: step.id, token: engine.tokenizer.decode([step.id]),
+      T: step.T, S: step.S, attention, ms: now - stepStart,
+    }, attention ? [attention.buffer] : []);
+    await new Promise((resolve) => setTimeout(resolve, 0)); // let a "stop" message in
+    if (stopped.delete(id)) break;
+    stepStart = performance.now();
+  }
+  const ms = performance.now() - started;
+  return { ids: newIds, ms, prefill_ms: firstMs, decode_ms: ms - (firstMs || 0) };
 }
 
 function answer(message) {
   if (message.type === "load") {
-    if (!loading) loading = load(message);
-    return loading.catch(function (error) {
-      loading = null; // a later load() may try again
-      throw error;
-    });
+    if (!loading) loading = load(message).catch((error) => { loading = null; throw error; });
+    return loading;
   }
-  if (!engine) return Promise.reject(new Error("the model is not loaded: call attnlabLive.load() first"));
-  if (message.type === "encode") return Promise.resolve(engine.encode(message.text));
-  if (message.type === "decode") return Promise.resolve(decode(message.ids));
-  if (message.type === "run") {
-    var started = performance.now();
-    var result = engine.run(message.ids, { ablate: message.ablate });
-    result.ms = performance.now() - started;
-    result.top = AttnlabLive.model.topK(result.logits, 5).map(function (entry) {
-      entry.token = engine.tokenizer.decode([entry.id]);
-      return entry;
-    });
-    return Promise.resolve(result);
+  if (message.type === "stop") {
+    stopped.add(message.target);
+    return true;
   }
-  return Promise.reject(new Error("unknown message type " + JSON.stringify(message.type)));
+  if (!engine) throw new Error("the model is not loaded: call attnlabLive.load() first");
+  if (message.type === "encode") return engine.encode(message.text);
+  if (message.type === "decode") return engine.decode(message.ids);
+  if (message.type === "chat") return engine.tokenizer.chatPrompt(message.text);
+  if (message.type === "run") return run(message);
+  if (message.type === "generate") return generate(message);
+  throw new Error(`unknown message type ${JSON.stringify(message.type)}`);
 }
 
-self.onmessage = function (event) {
-  var message = event.data;
-  Promise.resolve()
-    .then(function () { return answer(message); })
-    .then(function (result) {
-      var transfer = [];
-      if (result && result.logits) transfer.push(result.logits.buffer);
-      if (result && result.attention) transfer.push(result.attention.buffer);
-      post({ type: "result", id: message.id, result: result }, transfer);
-    })
-    .catch(function (error) {
-      post({ type: "error", id: message.id, name: error.name || "Error", message: String(error.message || error) });
-    });
+self.onmessage = async (event) => {
+  const message = event.data;
+  try {
+    const result = await answer(message);
+    const transfer = [];
+    if (result && result.logits) transfer.push(result.logits.buffer);
+    if (result && result.attention) transfer.push(result.attention.buffer);
+    post({ type: "result", id: message.id, result }, transfer);
+  } catch (error) {
+    post({ type: "error", id: message.id, name: error.name || "Error", message: String(error.message || error) });
+  }
 };

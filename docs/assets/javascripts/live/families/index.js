@@ -1,0 +1,18 @@
+// The model families the page reads, by GGUF `general.architecture`. A family is one
+// file (families/<name>.js) exporting `family`: {architecture, Config, configFromGguf,
+// partsFromGguf}; adding one is an import and an entry here.
+import { family as llama } from "./llama.js";
+
+export const FAMILIES = { [llama.architecture]: llama };
+
+// The family of a parsed GGUF file, refused by name when the page has none for it.
+export function familyOf(metadata) {
+  const architecture = metadata["general.architecture"];
+  const family = FAMILIES[architecture];
+  if (!family) {
+    throw new RangeError(
+      `general.architecture must be one of ${Object.keys(FAMILIES).join(", ")}; got ${JSON.stringify(architecture)}`
+    );
+  }
+  return family;
+}

@@ -1,0 +1,402 @@
+// The explorer's live section (docs/explorer.md#live): the reader's own text through the
+// model, in this browser, through window.attnlabLive (api.js) and nothing else.
+//
+// What the reader can do: type text and see its tokens; pick a layer, a head and a
+// query token (bars and weight matrix drawn as the explorer draws them); see every head
+// at once for that query, or shaded by a score (sink, previous token, induction); read
+// the top-5 prediction; generate text token by token (Generate, Stop; greedy or
+// sampled, seeded; the model's chat template when it has one) and watch the maps grow a
+// row per token; click heads to knock them out; run the chapters' experiments in one
+// click. Tokens, layers and heads count from zero, as in the code. The view lives in
+// the URL (state.js); drawing is draw.js; the experiments are experiments.js.
+import "../api.js";
+import { ablatedPairs, isAblated, readUrl, toggleHead, writeUrl } from "./state.js";
+import { el, growMaps, renderHead, renderOverview, renderPrediction, renderTokens } from "./draw.js";
+import { REPEAT_LENGTH, headScores, repeatedRandomTokens, scoreLines } from "./experiments.js";
+
+const MB = 1048576;
+
+function range(id, label) {
+  const input = el("input", { type: "range", id, min: "0", max: "0", step: "1", value: "0" });
+  const out = el("output", { id: id + "-value", for: id });
+  return { input, out, box: el("div", { className: "attn-explorer__control" }, [el("label", { for: id, text: label }), input, out]) };
+}
+
+function numberField(id, label, attrs) {
+  const input = el("input", { type: "number", id, inputmode: "decimal", ...attrs });
+  return { input, box: el("div", { className: "live__field" }, [el("label", { for: id, text: label }), input]) };
+}
+
+// The section's elements, all of them, in one object (the drawing functions take it).
+function buildView(root, live) {
+  const v = {};
+  v.status = el("p", { className: "live__status", id: "live-status", "aria-live": "polite" });
+  const sizeMb = Math.round(live.modelBytes / MB);
+  v.loadButton = el("button", {
+    type: "button", className: "md-button md-button--primary", id: "live-load", text: `Load the model, ${sizeMb} MB`,
+  });
+  v.progress = el("progress", { id: "live-progress", max: "1", value: "0", hidden: "", "aria-label": "Model download" });
+  v.intro = el("div", { className: "live__intro" }, [v.status, v.loadButton, v.progress]);
+
+  v.textArea = el("textarea", { id: "live-text", rows: "3", maxlength: "2000", spellcheck: "false" });
+  v.runButton = el("button", { type: "button", className: "md-button", id: "live-run", text: "Run" });
+  v.textLabel = el("label", { for: "live-text", text: "Your text" });
+  v.form = el("div", { className: "live__form", hidden: "" }, [v.textLabel, v.textArea, v.runButton]);
+
+  v.layer = range("live-layer", "Layer");
+  v.head = range("live-head", "Head");
+  const controls = el("div", { className: "attn-explorer__controls" }, [v.layer.box, v.head.box]);
+  v.tokens = el("div", { className: "attn-explorer__tokens", role: "group", "aria-label": "Query token", id: "live-tokens" });
+  v.captionAndBars = window.attnlabExplorer.captionedBars("live-bars-caption");
+  v.table = el("table", { className: "attn-explorer__heatmap", id: "live-heatmap" });
+  const tableWrap = el("div", {
+    className: "attn-explorer__heatmap-wrap", tabindex: "0", role: "region", "aria-label": "The head's weight matrix (scrolls sideways)",
+  }, [v.table]);
+
+  v.predictionList = el("ol", { className: "live__prediction", id: "live-prediction" });
+  v.stepButton = el("button", { type: "button", className: "md-button", id: "live-step", text: "Append the likeliest token" });
+  const prediction = el("div", { className: "live__box" }, [el("h3", { text: "Next token" }), v.predictionList, v.stepButton]);
+
+  v.newTokens = numberField("live-new-tokens", "New tokens", { min: "1", max: "256", step: "1", value: "32" });
+  v.temperature = numberField("live-temperature", "Temperature (0: greedy)", { min: "0", step: "0.1", value: "0" });
+  v.topK = numberField("live-top-k", "Top-k (empty: all)", { min: "1", step: "1" });
+  v.topP = numberField("live-top-p", "Top-p (empty: all)", { min: "0", max: "1", step: "0.05" });
+  v.seed = numberField("live-seed", "Seed", { min: "0", step: "1", value: "0" });
+  v.chat = el("input", { type: "checkbox", id: "live-chat" });
+  v.chatBox = el("div", { className: "live__field live__check", hidden: "" }, [v.chat, el("label", { for: "live-chat", text: "As a chat message (the model's chat template)" })]);
+  v.generateButton = el("button", { type: "button", className: "md-button md-button--primary", id: "live-generate", text: "Generate" });
+  v.stopButton = el("button", { type: "button", className: "md-button", id: "live-stop", text: "Stop", disabled: "" });
+  v.generated = el("p", { className: "live__generated", id: "live-generated", "aria-live": "polite" });
+  v.generateTiming = el("p", { className: "live__timing", id: "live-generate-timing" });
+  const generation = el("div", { className: "live__box" }, [
+    el("h3", { text: "Generate" }),
+    el("p", { text: "The model continues your text one token at a time, reading each new token through its KV cache; the maps above grow a row per token." }),
+    el("div", { className: "live__fields" }, [v.newTokens.box, v.temperature.box, v.topK.box, v.topP.box, v.seed.box]),
+    v.chatBox,
+    el("div", { className: "live__buttons" }, [v.generateButton, v.stopButton]),
+    v.generated, v.generateTiming,
+  ]);
+
+  v.shadeSelect = el("select", { id: "live-shade", className: "attn-explorer__select" });
+  for (const [value, text] of [["query", "weight of the query's strongest key"], ["sink", "sink score (weight on token 0)"],
+    ["previous", "previous-token score"], ["induction", "induction score"]]) {
+    v.shadeSelect.appendChild(el("option", { value, text }));
+  }
+  v.modeView = el("input", { type: "radio", name: "live-mode", id: "live-mode-view", value: "view", checked: "" });
+  v.modeAblate = el("input", { type: "radio", name: "live-mode", id: "live-mode-ablate", value: "ablate" });
+  v.restoreButton = el("button", { type: "button", className: "md-button", id: "live-restore", text: "Restore all heads" });
+  v.grid = el("table", { className: "live__heads", id: "live-heads" });
+  v.gridCaption = el("p", { className: "attn-explorer__caption", id: "live-heads-caption" });
+  const overview = el("div", { className: "live__box" }, [
+    el("h3", { text: "All heads at once" }),
+    el("div", { className: "attn-explorer__controls" }, [
+      el("div", { className: "attn-explorer__control" }, [el("label", { for: "live-shade", text: "Shade by" }), v.shadeSelect]),
+      el("fieldset", { className: "live__mode" }, [
+        el("legend", { text: "Clicking a head" }),
+        v.modeView, el("label", { for: "live-mode-view", text: "shows it" }),
+        v.modeAblate, el("label", { for: "live-mode-ablate", text: "knocks it out" }),
+      ]),
+      v.restoreButton,
+    ]),
+    v.gridCaption,
+    el("div", { className: "live__heads-wrap" }, [v.grid]),
+  ]);
+
+  v.repeatButton = el("button", { type: "button", className: "md-button", id: "live-repeat", text: "Repeated random tokens" });
+  v.scoreButton = el("button", { type: "button", className: "md-button", id: "live-scores", text: "Score every head" });
+  v.scoreOut = el("div", { id: "live-score-out", "aria-live": "polite" });
+  const experiments = el("div", { className: "live__box" }, [
+    el("h3", { text: "Experiments" }),
+    el("p", { text: `Repeated random tokens: ${REPEAT_LENGTH} random tokens written twice, as in ` +
+      "\u201CWhat trained attention does\u201D; induction heads look, from each token of the second copy, at the " +
+      "token after its first occurrence. Score every head: the three measures of that chapter on the current text, " +
+      "the five best heads of each (induction: when the text ends with a sequence written twice)." }),
+    el("div", { className: "live__buttons" }, [v.repeatButton, v.scoreButton]),
+    v.scoreOut,
+  ]);
+  v.timing = el("p", { className: "live__timing", id: "live-timing" });
+
+  v.view = el("div", { className: "live__view", hidden: "" }, [
+    v.tokens, controls, v.captionAndBars[0], v.captionAndBars[1], tableWrap, prediction, generation, overview, experiments, v.timing,
+  ]);
+  root.textContent = "";
+  for (const node of [v.intro, v.form, v.view]) root.appendChild(node);
+  return v;
+}
+
+// The generation options from the fields (empty: the default), as attnlabLive.generate takes them.
+function generationOptions(v) {
+  const number = (field) => (field.input.value.trim() === "" ? null : Number(field.input.value));
+  const temperature = number(v.temperature) ?? 0;
+  const options = { max_new_tokens: number(v.newTokens) ?? 32, temperature };
+  if (temperature > 0) {
+    options.top_k = number(v.topK);
+    options.top_p = number(v.topP);
+    options.seed = number(v.seed);
+  }
+  return options;
+}
+
+function build(root) {
+  const live = window.attnlabLive;
+  const state = readUrl();
+  const v = buildView(root, live);
+  let result = null; // the last run: {ids, tokens, T, layers, heads, attention, logits, top, ms}
+  let scores = null;
+  let running = null;
+  let generating = false;
+  const sizeMb = Math.round(live.modelBytes / MB);
+  const setStatus = (text) => { v.status.textContent = text; };
+  const modelName = () => live.info().name;
+
+  function render() {
+    if (!result) return;
+    if (state.query === null || state.query >= result.T) state.query = result.T - 1;
+    state.layer = Math.min(state.layer, result.layers - 1);
+    state.head = Math.min(state.head, result.heads - 1);
+    scores = scores || headScores(result);
+    renderTokens(v.tokens, state, result);
+    renderHead(v, state, result);
+    renderPrediction(v.predictionList, result);
+    renderOverview(v, state, result, scores);
+    v.restoreButton.disabled = ablatedPairs(state.ablate).length === 0;
+    v.stepButton.disabled = generating || result.T >= live.info().max_tokens;
+    const ablated = ablatedPairs(state.ablate);
+    v.timing.textContent = `Forward pass: ${result.T} tokens in ${Math.round(result.ms)} ms (${live.info().kernels}, in a Web Worker)` +
+      (ablated.length ? `; heads knocked out: ${ablated.map(([l, h]) => `${l}.${h}`).join(", ")}` : "") + ".";
+    writeUrl(state);
+  }
+
+  const newResult = (out, encoded) => ({
+    ...out, ids: encoded.ids, tokens: encoded.tokens, T: encoded.ids.length,
+    layers: live.info().num_layers, heads: live.info().num_heads,
+  });
+
+  // Tokenise (unless the ids were set directly), run, draw. One at a time; the latest wins.
+  async function update() {
+    const request = {};
+    running = request;
+    setStatus("Running the model\u2026");
+    try {
+      const encoded = state.idsSetDirectly
+        ? { ids: state.ids, ...(await live.decode(state.ids)) }
+        : await live.tokens(state.text);
+      if (!encoded.ids.length) throw new Error("the text has no tokens: type something");
+      if (state.idsSetDirectly) v.textArea.value = encoded.text;
+      state.ids = encoded.ids;
+      const out = await live.run(encoded.ids, { ablate: state.ablate, return_attention: true });
+      if (running !== request) return;
+      result = newResult(out, encoded);
+      scores = null;
+      v.scoreOut.textContent = "";
+      setStatus(`${modelName()}, computed in this browser: ${result.T} tokens.`);
+      render();
+    } catch (error) {
+      if (running === request) setStatus(`Could not run the model: ${error.message}`);
+    }
+  }
+
+  function setGenerating(on) {
+    generating = on;
+    v.generateButton.disabled = on;
+    v.stopButton.disabled = !on;
+    v.runButton.disabled = on;
+    v.stepButton.disabled = on;
+  }
+
+  // Generate from the text (or its chat prompt): the tokens stream in, the maps grow.
+  async function generate() {
+    if (generating) return;
+    const options = generationOptions(v);
+    state.text = v.textArea.value;
+    setGenerating(true);
+    v.generated.textContent = "";
+    v.generateTiming.textContent = "";
+    running = {}; // a run started before is no longer drawn
+    try {
+      const text = (v.chat.checked && (await live.chatPrompt(state.text))) || state.text;
+      const encoded = await live.tokens(text);
+      if (!encoded.ids.length) throw new Error("the text has no tokens: type something");
+      // the maps of every token fit the page's limit: fewer new tokens when the text is long
+      options.max_new_tokens = Math.max(0, Math.min(options.max_new_tokens, live.info().max_map_tokens - encoded.ids.length));
+      const pieces = [];
+      const times = [];
+      setStatus("Generating\u2026");
+      const newIds = await live.generate(encoded.ids, {
+        ...options,
+        stop_at_eos: v.chat.checked,
+        return_attention: true,
+        ablate: state.ablate,
+        onToken(step) {
+          pieces.push(step.token);
+          if (step.index > 0) times.push(step.ms);
+          v.generated.textContent = pieces.join("");
+          if (step.attention) {
+            if (step.index === 0) {
+              result = newResult({ attention: step.attention, top: [], ms: step.ms }, encoded);
+              result.ids = encoded.ids.slice();
+              result.tokens = encoded.tokens.slice();
+            } else {
+              result.attention = growMaps(result, step.attention, step.T);
+              result.T += step.T;
+            }
+            result.ids.push(step.token_id);
+            result.tokens.push(step.token);
+            state.query = null;
+            scores = null;
+            render();
+          }
+        },
+      });
+      const perToken = times.length ? times.reduce((a, b) => a + b, 0) / times.length : null;
+      v.generateTiming.textContent = `${newIds.length} tokens` +
+        (perToken ? `; ${(1000 / perToken).toFixed(1)} tokens/s while decoding (${perToken.toFixed(0)} ms a token, through the KV cache)` : "") + ".";
+      state.ids = encoded.ids.concat(newIds);
+      state.idsSetDirectly = true;
+      state.query = null;
+      setGenerating(false);
+      await update(); // the whole text's maps, and the next token's prediction
+    } catch (error) {
+      setGenerating(false);
+      setStatus(`Could not generate: ${error.message}`);
+    }
+  }
+
+  async function start() {
+    v.loadButton.hidden = true;
+    v.progress.hidden = false;
+    setStatus("Loading the model\u2026");
+    try {
+      const info = await live.load({
+        onProgress(p) {
+          v.progress.max = String(p.total || 1);
+          v.progress.value = String(p.loaded);
+          setStatus(`${p.fromCache ? "Reading the model from this browser's cache: " : "Downloading the model: "}` +
+            `${Math.round(p.loaded / MB)} of ${Math.round(p.total / MB)} MB`);
+        },
+      });
+      v.progress.hidden = true;
+      v.form.hidden = false;
+      v.view.hidden = false;
+      v.chatBox.hidden = !info.chat_template;
+      v.textLabel.textContent = `Your text (up to ${info.max_map_tokens} tokens)`;
+      v.layer.input.max = String(info.num_layers - 1);
+      v.head.input.max = String(info.num_heads - 1);
+      v.textArea.value = state.text;
+      state.idsSetDirectly = Boolean(state.ids && state.ids.length);
+      setStatus(`${info.name} ready (${info.fromCache ? "from this browser's cache" : "downloaded"}, ${Math.round(info.loadMs)} ms; ` +
+        `${Math.round(info.memory_bytes / MB)} MB of memory in its worker).`);
+      root.dataset.live = "ready";
+      await update();
+    } catch (error) {
+      v.progress.hidden = true;
+      v.loadButton.hidden = false;
+      const memory = /memory|allocation|Array buffer/i.test(error.message);
+      setStatus((memory
+        ? `This browser could not give the model the memory it needs (about ${sizeMb + 40} MB). `
+        : `The model could not be loaded (${error.message}). `) + "The precomputed prompts above still work.");
+    }
+  }
+
+  // --- events -------------------------------------------------------------------------
+
+  v.loadButton.addEventListener("click", start);
+  v.runButton.addEventListener("click", () => {
+    state.text = v.textArea.value;
+    state.idsSetDirectly = false;
+    state.query = null;
+    update();
+  });
+  v.textArea.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) v.runButton.click();
+  });
+  v.tokens.addEventListener("click", (event) => {
+    const button = event.target.closest(".attn-explorer__token");
+    if (!button) return;
+    state.query = Number(button.dataset.index);
+    render();
+  });
+  v.layer.input.addEventListener("input", () => { state.layer = Number(v.layer.input.value); render(); });
+  v.head.input.addEventListener("input", () => { state.head = Number(v.head.input.value); render(); });
+  v.shadeSelect.addEventListener("change", () => { state.shade = v.shadeSelect.value; render(); });
+  v.grid.addEventListener("click", (event) => {
+    const button = event.target.closest(".live__head");
+    if (!button) return;
+    const l = Number(button.dataset.layer);
+    const h = Number(button.dataset.head);
+    if (v.modeAblate.checked) {
+      toggleHead(state.ablate, l, h);
+      update();
+    } else {
+      state.layer = l;
+      state.head = h;
+      render();
+    }
+  });
+  v.restoreButton.addEventListener("click", () => { state.ablate = {}; update(); });
+  v.stepButton.addEventListener("click", () => {
+    if (!result) return;
+    state.ids = result.ids.concat([result.top[0].id]);
+    state.idsSetDirectly = true;
+    state.query = null;
+    update();
+  });
+  v.generateButton.addEventListener("click", generate);
+  v.stopButton.addEventListener("click", () => live.stop());
+  let repeatSeed = 0; // each click draws new tokens; the first draw is always the same
+  v.repeatButton.addEventListener("click", () => {
+    state.ids = repeatedRandomTokens(REPEAT_LENGTH, repeatSeed++, live.info().vocab_size);
+    state.idsSetDirectly = true;
+    state.layer = 18;
+    state.head = 6;
+    state.query = REPEAT_LENGTH + 3; // the second copy's third token
+    state.shade = "induction";
+    v.shadeSelect.value = "induction";
+    update();
+  });
+  v.scoreButton.addEventListener("click", () => {
+    if (!result) return;
+    scores = scores || headScores(result);
+    v.scoreOut.textContent = "";
+    for (const line of scoreLines(scores)) {
+      v.scoreOut.appendChild(el("p", { className: "live__scores", "data-score": line.key, text: line.text }));
+    }
+  });
+
+  // --- first view -----------------------------------------------------------------------
+
+  const reason = live.unavailableReason();
+  if (reason) {
+    v.loadButton.hidden = true;
+    setStatus(`${reason} The precomputed prompts above still work.`);
+    root.dataset.live = "unavailable";
+    return;
+  }
+  const bytes = `${sizeMb} MB (${live.modelBytes.toLocaleString("en")} bytes)`;
+  if (live.saveData()) {
+    v.loadButton.textContent = `Download ${sizeMb} MB and load the model`;
+    setStatus(`Your browser asks to save data: this will download ${bytes}. Nothing is downloaded until you press the button; ` +
+      "the file is then kept in this browser's cache for the next visit.");
+  } else {
+    setStatus(`Nothing is downloaded until you ask: the model is ${bytes}, then kept in this browser's cache for the next visit. ` +
+      `Phones can run it too, with about ${sizeMb + 40} MB of memory to spare.`);
+  }
+  root.dataset.live = "idle";
+  // A shared view (state in the URL) opens by itself when the model is already cached
+  // (never on a metered connection: reading the cache costs nothing, but ask anyway).
+  if (state.fromUrl && typeof caches !== "undefined" && !live.saveData()) {
+    caches.open("attnlab-live-v1").then((cache) => cache.match(live.modelUrl))
+      .then((hit) => { if (hit) start(); })
+      .catch(() => {});
+  }
+}
+
+function init() {
+  const root = document.getElementById("live-explorer");
+  if (!root || root.dataset.live || !window.attnlabLive || !window.attnlabExplorer) return;
+  build(root);
+}
+
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+else init();
+if (typeof document$ !== "undefined") document$.subscribe(init);
