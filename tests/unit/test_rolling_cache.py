@@ -1,13 +1,16 @@
 """RollingKVCache: a windowed layer fed in chunks through W slots equals the full
 windowed forward (and the full cache), holds a fixed number of bytes, counts every
-position, and refuses bad chunks by name."""
+position, and refuses bad chunks by name; a tiny windowed Llama streams through it."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 import torch
 
 from attnlab import GroupedQueryAttention, KVCache, RollingKVCache
+from attnlab.llama import LlamaConfig, LlamaModel
 
 
 @pytest.mark.parametrize(("window", "buffer", "chunks"), [
@@ -43,6 +46,29 @@ def test_the_slots_hold_the_last_window_positions() -> None:
     assert keys[0, 0, :, 0].tolist() == [3.0, 4.0, 5.0, 6.0]  # three held, then the new one
     assert cache.held()[0][0, 0, :, 0].tolist() == [4.0, 5.0, 6.0]
     assert cache.keys is not None and cache.keys[0, 0, :, 0].tolist() == [6.0, 4.0, 5.0]  # p % 3
+
+
+def test_a_tiny_windowed_llama_streams_through_rolling_caches() -> None:
+    """LlamaConfig(sliding_window=5), token by token: the rolling caches' logits equal the
+    full caches' and the one-pass windowed forward's; they hold 5 positions of 30."""
+    config = LlamaConfig(vocab_size=64, d_model=32, num_layers=3, num_heads=4, num_kv_heads=2,
+                         head_dim=8, ffn_dim=48, context_length=64, sliding_window=5)  # fmt: skip
+    torch.manual_seed(0)
+    model = LlamaModel(config).eval()
+    ids = torch.randint(0, 64, (1, 30))
+    rolling = [RollingKVCache(5) for _ in model.layers]
+    full = model.new_cache()
+    with torch.no_grad():
+        by_rolling = torch.cat([model(ids[:, t : t + 1], cache=rolling) for t in range(30)], 1)
+        by_full = torch.cat([model(ids[:, t : t + 1], cache=full) for t in range(30)], 1)
+        whole = model(ids)
+    torch.testing.assert_close(by_rolling, by_full)
+    torch.testing.assert_close(by_rolling, whole)
+    unwindowed = LlamaModel(replace(config, sliding_window=None)).eval()
+    unwindowed.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        assert not torch.allclose(whole, unwindowed(ids))  # the window matters here
+    assert sum(c.nbytes for c in rolling) * 6 == sum(c.nbytes for c in full)
 
 
 @pytest.mark.parametrize(

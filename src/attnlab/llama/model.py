@@ -87,6 +87,9 @@ class LlamaConfig:
         rope_scaling: Rotary frequencies stretched past the trained length (one of
             [`rope_frequencies`][attnlab.rope_frequencies]' scalings); ``None``: the
             trained ones.
+        sliding_window: Every layer's window: each query sees only its last
+            ``sliding_window`` positions (Mistral's ``sliding_window``; see
+            [`sliding_window_mask`][attnlab.sliding_window_mask]); ``None``: all of them.
     """
 
     vocab_size: int = 49152
@@ -106,6 +109,7 @@ class LlamaConfig:
     qk_norm: bool = False
     tie_word_embeddings: bool = True
     rope_scaling: RopeScaling | None = None
+    sliding_window: int | None = None
 
 
 class RMSNorm(nn.Module):
@@ -211,7 +215,13 @@ class DecoderBlock(nn.Module):
         c = config
         self.attn_norm = RMSNorm(c.d_model, c.rms_eps)
         self.attn = LlamaAttention(
-            c.d_model, c.num_heads, c.num_kv_heads, c.head_dim, c.rope_theta, c.attention_bias
+            c.d_model,
+            c.num_heads,
+            c.num_kv_heads,
+            c.head_dim,
+            c.rope_theta,
+            c.attention_bias,
+            window=c.sliding_window,
         )
         if c.attention_bias:  # Qwen2: biases on q, k and v only
             self.attn.o_proj = nn.Linear(c.num_heads * c.head_dim, c.d_model, bias=False)
