@@ -66,7 +66,7 @@ def write_random_gguf(
     seed: int = 0,
     types: tuple[str, ...] = TYPES,
     tied: bool = True,
-    pre: str = "gpt2",
+    pre: str = "gpt-2",
     tokenizer_model: str = "gpt2",
     name_architecture: str | None = None,
     extra: tuple[str, ...] = (),

@@ -85,14 +85,14 @@ def test_load_gguf_reads_the_tokenizer_of_the_file(files: dict[Any, Path]) -> No
     """The tokenizer: the file's vocabulary, end token and pre-tokeniser."""
     _, tokenizer = load_gguf(files["qwen2", True])
     assert tokenizer.tokens == TOKENS and tokenizer.eos_token_id == 1
-    assert tokenizer.pre == "gpt2"
+    assert tokenizer.pre == "gpt-2"
     assert tokenizer.decode(tokenizer.encode("AB=C!")) == "AB=C!"
 
 
 @pytest.mark.parametrize(
     ("pre", "tokens"),
     [
-        ("gpt2", ["12", "34"]),  # the digits one word, merged by rank
+        ("gpt-2", ["12", "34"]),  # the digits one word, merged by rank
         ("llama-bpe", ["123", "4"]),  # numbers cut in runs of at most three
         ("qwen2", ["1", "2", "3", "4"]),  # every digit alone
         ("smollm", ["1", "2", "3", "4"]),

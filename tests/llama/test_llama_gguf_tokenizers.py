@@ -75,7 +75,7 @@ def smollm2_vocabulary() -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("pre", ["gpt2", "llama-bpe", "qwen2"])
+@pytest.mark.parametrize("pre", ["gpt-2", "llama-bpe", "qwen2"])
 def test_byte_level_pre_tokenisers_equal_transformers(
     tmp_path: Path, smollm2_vocabulary: dict[str, Any], pre: str
 ) -> None:

@@ -57,7 +57,7 @@ _LLAMA3_PATTERN = (
 )
 PRE_TOKENIZERS: dict[str, str | None] = {
     "smollm": None,  # every digit alone, then GPT-2's pattern
-    "gpt2": None,
+    "gpt-2": None,
     "default": None,
     "llama-bpe": _LLAMA3_PATTERN,  # Llama 3: numbers in runs of up to three digits
     "qwen2": _LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}"),  # every digit alone
@@ -134,7 +134,7 @@ class Tokenizer:
         eos_token_id: Id of the end-of-sequence token.
         add_bos: Whether ``add_special_tokens=True`` puts ``bos`` first (not for SmolLM2).
         pre: The pre-tokeniser, by llama.cpp's name (``tokenizer.ggml.pre``): one of
-            ``PRE_TOKENIZERS`` (``"smollm"``, ``"llama-bpe"``, ``"qwen2"``, ``"gpt2"``).
+            ``PRE_TOKENIZERS`` (``"smollm"``, ``"llama-bpe"``, ``"qwen2"``, ``"gpt-2"``).
         scores: SentencePiece's token scores (``tokenizer.ggml.scores`` of a file whose
             ``tokenizer.ggml.model`` is ``"llama"``, as TinyLlama's): the tokens are then
             SentencePiece pieces (``▁`` for a space, ``<0x41>`` for a byte), a space is
