@@ -311,6 +311,12 @@ export class KVCache {
   }
 }
 
+// y (T, n) += bias (n) on every row, in float32; nothing without a bias.
+function addBias(y, bias) {
+  if (!bias) return;
+  for (let i = 0; i < y.length; i++) y[i] += bias[i % bias.length];
+}
+
 // Grouped-query attention with rotary positions, the causal mask and a KVCache, as
 // attnlab.llama's layer: query head h reads key/value head floor(h / (H / Hkv)).
 export class Attention {
@@ -322,6 +328,10 @@ export class Attention {
     this.k_proj = new Linear(part.k_proj, kernels);
     this.v_proj = new Linear(part.v_proj, kernels);
     this.o_proj = new Linear(part.o_proj, kernels);
+    // Qwen2's q/k/v biases and Qwen3's per-head q/k norms, where the family gives them
+    this.biases = [part.q_bias, part.k_bias, part.v_bias].map((b) => b ?? null);
+    this.q_norm = part.q_norm ? new RMSNorm(part.q_norm, config.rms_eps) : null;
+    this.k_norm = part.k_norm ? new RMSNorm(part.k_norm, config.rms_eps) : null;
     this.kernels = kernels;
   }
   // x (T, d_model), already normalised -> (T, d_model). The new keys and values are
@@ -332,9 +342,12 @@ export class Attention {
     const Hkv = this.num_kv_heads;
     const D = this.head_dim;
     const group = H / Hkv;
-    const queries = this.q_proj.forward(x, T); // (T, H * D)
-    const keys = this.k_proj.forward(x, T); // (T, Hkv * D)
+    let queries = this.q_proj.forward(x, T); // (T, H * D)
+    let keys = this.k_proj.forward(x, T); // (T, Hkv * D)
     const values = this.v_proj.forward(x, T); // (T, Hkv * D)
+    [queries, keys, values].forEach((y, i) => addBias(y, this.biases[i]));
+    if (this.q_norm) queries = this.q_norm.forward(queries, T * H); // each head: (T * H, D)
+    if (this.k_norm) keys = this.k_norm.forward(keys, T * Hkv);
     rotary.applyCosSin(queries, T, H, cosSin);
     rotary.applyCosSin(keys, T, Hkv, cosSin);
     const past = cache.length;

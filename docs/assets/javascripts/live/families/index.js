@@ -2,8 +2,10 @@
 // file (families/<name>.js) exporting `family`: {architecture, Config, configFromGguf,
 // partsFromGguf}; adding one is an import and an entry here.
 import { family as llama } from "./llama.js";
+import { family as qwen2 } from "./qwen2.js";
+import { family as qwen3 } from "./qwen3.js";
 
-export const FAMILIES = { [llama.architecture]: llama };
+export const FAMILIES = Object.fromEntries([llama, qwen2, qwen3].map((f) => [f.architecture, f]));
 
 // The family of a parsed GGUF file, refused by name when the page has none for it.
 export function familyOf(metadata) {

@@ -1,0 +1,33 @@
+// The Qwen3 family (`general.architecture = "qwen3"`: Qwen3's dense models), as
+// attnlab.llama's families/qwen3.py reads it: Llama's layout (families/llama.js) with an
+// RMSNorm on each query and key head before the rotation (`attn_q_norm.weight`,
+// `attn_k_norm.weight`: one weight of width D shared by the heads), no biases, and the
+// rotary rows stored as they are.
+import { LlamaConfig, configFromGguf as llamaConfig, partsFromGguf as llamaParts } from "./llama.js";
+
+export const ARCHITECTURE = "qwen3";
+
+// The config from the `qwen3.*` keys: Llama's reading, with the norms.
+export function configFromGguf(metadata, tensors = {}) {
+  return new LlamaConfig({ ...llamaConfig(metadata, tensors, ARCHITECTURE), qk_norm: true });
+}
+
+function norm(tensors, name) {
+  const found = tensors[name];
+  if (!found) throw new RangeError(`the GGUF has no tensor ${name}`);
+  return found.toFloat32();
+}
+
+// Llama's parts with the rows as stored and each layer's q/k norms.
+export function partsFromGguf(tensors, config) {
+  const parts = llamaParts(tensors, config);
+  parts.layers.forEach((layer, l) => {
+    layer.q_proj.rowOrder = null;
+    layer.k_proj.rowOrder = null;
+    layer.q_norm = norm(tensors, `blk.${l}.attn_q_norm.weight`);
+    layer.k_norm = norm(tensors, `blk.${l}.attn_k_norm.weight`);
+  });
+  return parts;
+}
+
+export const family = { architecture: ARCHITECTURE, Config: LlamaConfig, configFromGguf, partsFromGguf };

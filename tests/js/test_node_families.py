@@ -1,0 +1,71 @@
+"""The page's model families (docs/assets/javascripts/live/families/) against attnlab.llama.
+
+Random GGUF files of each family (tests/llama/random_gguf.py: every supported tensor type
+in each file, random block bytes) are loaded here by ``load_gguf``; Node's test runner
+(tests/js/families.test.mjs) runs the page's model on the same files and ids and checks
+its last logits within 1e-3 and every attention weight within 1e-4 of the package's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+HERE = Path(__file__).resolve().parent
+CASES = [("llama", True), ("llama", False), ("qwen2", True), ("qwen3", False)]
+CONFIG_FIELDS = ("architecture", "num_heads", "num_kv_heads", "head_dim", "vocab_size")
+CONFIG_FIELDS += ("attention_bias", "qk_norm", "tie_word_embeddings")
+
+
+def reference_cases(folder: Path) -> list[dict[str, object]]:
+    """Per file: the package's config, last logits and attention for a few ids."""
+    pytest.importorskip("gguf", reason="the llm extra is not installed")
+    from attnlab.llama import load_gguf
+    from tests.llama.random_gguf import write_random_gguf
+
+    cases = []
+    for seed, (arch, tied) in enumerate(CASES):
+        name = f"{arch}-{'tied' if tied else 'untied'}.gguf"
+        path = write_random_gguf(folder / name, arch, seed=seed, tied=tied)
+        model, _ = load_gguf(path)
+        generator = torch.Generator().manual_seed(seed)
+        ids = torch.randint(0, model.config.vocab_size, (9,), generator=generator)
+        logits, attention = model(ids, return_attention=True)
+        cases.append(
+            {
+                "file": str(path),
+                "architecture": arch,
+                "config": {field: getattr(model.config, field) for field in CONFIG_FIELDS},
+                "ids": ids.tolist(),
+                "logits": logits[0, -1].tolist(),
+                "attention": torch.stack(attention)[:, 0].flatten().tolist(),  # (L, H, T, S)
+            }
+        )
+    return cases
+
+
+def test_page_families_equal_the_package(tmp_path: Path) -> None:
+    """``node --test tests/js/families.test.mjs`` passes on every family's file."""
+    node = shutil.which("node")
+    if node is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("node is required in CI")
+        pytest.skip("node is not installed")
+    reference = tmp_path / "families.json"
+    reference.write_text(json.dumps({"cases": reference_cases(tmp_path)}), encoding="utf-8")
+    result = subprocess.run(
+        [node, "--test", str(HERE / "families.test.mjs")],
+        env={**os.environ, "FAMILIES_REFERENCE": str(reference)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "# fail 0" in result.stdout
