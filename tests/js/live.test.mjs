@@ -46,7 +46,7 @@ test("the llama family reads SmolLM2's config from the GGUF, as attnlab.llama.re
 test("families are chosen by general.architecture; another is refused by name", () => {
   assert.equal(families.familyOf({ "general.architecture": "llama" }).architecture, "llama");
   assert.throws(() => families.familyOf({ "general.architecture": "mamba" }),
-    (e) => e instanceof RangeError && /general\.architecture must be one of llama; got "mamba"/.test(e.message));
+    (e) => e instanceof RangeError && /general\.architecture must be one of llama, qwen2, qwen3; got "mamba"/.test(e.message));
   assert.throws(() => new llama.LlamaConfig({ layers: 3 }), /LlamaConfig has no field "layers"/);
 });
 
