@@ -9,7 +9,7 @@ masks are added to the scores.
 
 from . import examples, ring
 from .additive import AdditiveAttention, additive_attention_scores
-from .attention_heads import AttentionHeads, AttentionOutput
+from .attention_heads import AttentionHeads, AttentionOutput, HeadProjections, MaskRule, Projections
 from .backends import BACKENDS, Backend, attend, register_kernel
 from .causal import CausalAttention
 from .check import AttentionCheck, check_causal_self_attention
@@ -28,6 +28,7 @@ from .functional import (
 )
 from .gqa import GroupedQueryAttention
 from .kv_cache import Cache, KVCache, kv_cache_bytes_per_token, mla_cache_bytes_per_token
+from .latent import LatentCache, LatentProjections, MultiHeadLatentAttention
 from .masks import (
     causal_mask,
     decoder_mask,
@@ -36,6 +37,7 @@ from .masks import (
     sliding_window_mask,
 )
 from .multihead import CrossAttention, MultiHeadAttention, MultiHeadAttentionWrapper
+from .positions import ALiBi, Positions, alibi_slopes
 from .ring import ring_attention
 from .rolling_cache import RollingKVCache
 from .rope_scaling import (
@@ -55,6 +57,7 @@ from .split_kv import split_kv_attention
 
 __all__ = [
     "BACKENDS",
+    "ALiBi",
     "AdditiveAttention",
     "AttentionCall",
     "AttentionCheck",
@@ -66,11 +69,18 @@ __all__ = [
     "CrossAttention",
     "DynamicNTKScaling",
     "GroupedQueryAttention",
+    "HeadProjections",
     "KVCache",
+    "LatentCache",
+    "LatentProjections",
     "LinearScaling",
     "Llama3Scaling",
+    "MaskRule",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
+    "MultiHeadLatentAttention",
+    "Positions",
+    "Projections",
     "RollingKVCache",
     "RopeFrequencies",
     "RopeScaling",
@@ -80,6 +90,7 @@ __all__ = [
     "SelfAttentionV2",
     "YarnScaling",
     "additive_attention_scores",
+    "alibi_slopes",
     "attend",
     "attention_scores",
     "attention_weights",

@@ -1,47 +1,60 @@
-"""The one attention skeleton: every multi-head layer's forward pass, with public seams.
+"""The one attention layer, composed of parts passed by keyword.
 
-[`AttentionHeads`][attnlab.AttentionHeads] runs the one forward pass of
+[`AttentionHeads`][attnlab.AttentionHeads] is every multi-head layer of the package;
 [`MultiHeadAttention`][attnlab.MultiHeadAttention],
-[`GroupedQueryAttention`][attnlab.GroupedQueryAttention] and the real LLM's
-[`LlamaAttention`][attnlab.llama.LlamaAttention]. A layer is a small class that sets a
-few attributes and overrides seams, never the forward, as torchtune's one
-``MultiHeadAttention`` serves MHA, GQA and MQA with injected parts. The seams, in order,
-and the names the package uses (where they differ from the chapters') are listed in
-[`AttentionHeads`][attnlab.AttentionHeads].
+[`CrossAttention`][attnlab.CrossAttention],
+[`GroupedQueryAttention`][attnlab.GroupedQueryAttention] (the real LLM's layer) and
+[`MultiHeadLatentAttention`][attnlab.MultiHeadLatentAttention] are constructors that
+choose its parts, as torchtune's one ``MultiHeadAttention`` takes its projections,
+``pos_embeddings`` and ``kv_cache``. A variant is one new part, not a new forward:
 
-Query/key heads have width ``head_dim`` (``D``) and value heads ``value_head_dim``
-(``Dv``, ``D`` unless a layer sets it), so latent attention's split widths need no new
-forward. Head ablation is the ``ablate_heads`` keyword; the attention weights come back
-as a named [`AttentionOutput`][attnlab.AttentionOutput].
+* projections ([`HeadProjections`][attnlab.HeadProjections], or latent attention's):
+  check the inputs, make the queries, the entries a cache keeps per token, the
+  kernel's keys and values, and the output;
+* positions ([`Positions`][attnlab.Positions]): none, rotary or ALiBi;
+* the mask rule ([`MaskRule`][attnlab.MaskRule]): causal, a window; the call adds
+  ``attn_mask`` and ``key_padding_mask`` (padding);
+* a cache ([`Cache`][attnlab.Cache]), passed with each call.
 
-Shape legend: ``B`` batch, ``L`` queries, ``S`` keys (cached ones included), ``H`` query
-heads, ``Hkv`` key/value heads, ``D`` query/key head width, ``Dv`` value head width.
-Masks follow PyTorch's SDPA: bool ``True`` = may attend, float added to the scores.
+Shapes and mask polarity follow the package's legend ([`attnlab`][attnlab]).
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable
-from typing import Literal, NamedTuple, overload
+from dataclasses import dataclass, replace
+from typing import Any, Literal, NamedTuple, overload
 
 import torch
 from torch import Tensor, nn
 
 from ._validation import (
     check_bool,
+    check_features,
     check_floating,
     check_key_padding_mask,
     check_mask,
+    check_module_input,
+    check_positive_int,
+    check_probability,
     check_same_device,
     format_shape,
 )
-from .backends import Backend, run_kernel
+from .backends import Backend, check_backend, run_kernel
 from .functional import AttentionCall, attention_kernel
-from .kv_cache import Cache, KVCache
-from .masks import causal_mask, combine_masks, padding_to_attn_mask
+from .kv_cache import Cache
+from .masks import causal_mask, combine_masks, decoder_mask, padding_to_attn_mask
+from .positions import Positions
+from .rotary import RotaryEmbedding
 
-__all__ = ["AttentionHeads", "AttentionOutput", "PositionEmbeddings"]
+__all__ = [
+    "AttentionHeads",
+    "AttentionOutput",
+    "HeadProjections",
+    "MaskRule",
+    "PositionEmbeddings",
+    "Projections",
+]
 
 PositionEmbeddings = tuple[Tensor, Tensor]
 """Rotary ``(cos, sin)`` computed once per model: each ``(L, D)`` or ``(B, L, D)``."""
@@ -50,10 +63,8 @@ PositionEmbeddings = tuple[Tensor, Tensor]
 class AttentionOutput(NamedTuple):
     """A layer's output with its attention weights (what ``need_weights=True`` returns).
 
-    A tuple too: ``output, attn_weights = layer(x, need_weights=True)`` unpacks it.
-
     Attributes:
-        output: ``(B, L, d_out)``, the layer's output.
+        output: ``(B, L, d_out)``.
         attn_weights: ``(B, H, L, S)`` per query head, or ``(B, L, S)`` averaged over
             the heads; after dropout in training.
     """
@@ -62,64 +73,283 @@ class AttentionOutput(NamedTuple):
     attn_weights: Tensor
 
 
+def split_heads(x: Tensor, head_dim: int) -> Tensor:
+    """``(B, T, H * D) -> (B, H, T, D)``: the width cut into heads, heads moved forward."""
+    return x.view(*x.shape[:-1], x.shape[-1] // head_dim, head_dim).transpose(-3, -2)
+
+
+def merge_heads(x: Tensor) -> Tensor:
+    """Undo ``split_heads``: ``(B, H, T, D) -> (B, T, H * D)``."""
+    return x.transpose(-3, -2).flatten(-2)
+
+
+@dataclass(frozen=True)
+class MaskRule:
+    """The layer's own rule for which keys a query sees, before the call's masks.
+
+    Without a cache a causal query ``i`` sees keys ``j <= i``, aligned top-left as
+    SDPA's ``is_causal`` (cross-attention too); after a cache the queries are the last
+    positions ([`decoder_mask`][attnlab.decoder_mask], end-aligned), so feeding a
+    sequence chunk by chunk gives the whole sequence's output. ``window`` keeps each
+    query's last ``window`` positions.
+    """
+
+    causal: bool = False
+    window: int | None = None
+
+    def __call__(
+        self, L: int, S: int, offset: int, device: torch.device
+    ) -> tuple[Tensor | None, bool]:
+        """``(attn_mask, is_causal)`` in the cheapest form for ``L`` queries over ``S`` keys."""
+        if not self.causal:
+            return None, False
+        if offset == 0 and self.window is None:
+            return None, True
+        return decoder_mask(L, S, self.window, device=device)
+
+
+class Projections(nn.Module):
+    """What a projections part does for [`AttentionHeads`][attnlab.AttentionHeads].
+
+    ``entries`` returns what a cache keeps per token (the first is what the positions
+    part turns); ``kernel_inputs`` turns the queries and every kept entry into the
+    kernel's queries, keys and values (latent attention expands or absorbs here).
+    """
+
+    def check(self, query: object, key: object, value: object) -> tuple[tuple[int, ...], int, int]:
+        """Check the inputs before any arithmetic; the batch shape, ``L`` and new ``S``."""
+        raise NotImplementedError
+
+    def queries(self, query: Tensor) -> Tensor:
+        """``(B, L, d_in) -> (B, H, L, Dq)``."""
+        raise NotImplementedError
+
+    def entries(self, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
+        """What a cache keeps per token, each ``(B, Hc, S, .)``."""
+        raise NotImplementedError
+
+    def kernel_inputs(
+        self, queries: Tensor, keys: Tensor, values: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """The kernel's ``(B, H, L, E)``, ``(B, Hkv, S, E)``, ``(B, Hkv, S, Ev)``."""
+        raise NotImplementedError
+
+    def out(self, context: Tensor) -> Tensor:
+        """``(B, H, L, Ev) -> (B, L, d_out)``."""
+        raise NotImplementedError
+
+
+class HeadProjections(Projections):
+    """Linear projections split into heads: the projections part of MHA and GQA.
+
+    The four ``nn.Linear`` are registered under ``names`` (the chapters'
+    ``W_query``/``W_key``/``W_value``/``out_proj`` or Hugging Face's ``q_proj``/
+    ``k_proj``/``v_proj``/``o_proj``), on the layer itself: its state dict and printout
+    name them so. With ``kdim`` left out the layer is self-attention only, on an input
+    named ``x`` of width ``width_name``. ``q_norm``/``k_norm`` (Qwen3) normalise each
+    query and key head before the positions part.
+
+    Args:
+        query: ``d_in -> H * D``.
+        key: ``kdim -> Hkv * D``.
+        value: ``vdim -> Hkv * Dv``.
+        out: ``H * Dv -> d_out``.
+        names: The four attribute names.
+        head_dim: ``D``.
+        value_head_dim: ``Dv`` (defaults to ``D``).
+        d_in: Width of a query token.
+        kdim: Width of a key token (``None``: self-attention only).
+        vdim: Width of a value token (defaults to ``kdim``).
+        width_name: How errors name ``d_in``.
+        q_norm: Optional module applied to each query head.
+        k_norm: Optional module applied to each key head.
+    """
+
+    def __init__(
+        self,
+        query: nn.Linear,
+        key: nn.Linear,
+        value: nn.Linear,
+        out: nn.Linear,
+        *,
+        names: tuple[str, str, str, str] = ("q_proj", "k_proj", "v_proj", "o_proj"),
+        head_dim: int,
+        value_head_dim: int | None = None,
+        d_in: int,
+        kdim: int | None = None,
+        vdim: int | None = None,
+        width_name: str = "d_in",
+        q_norm: nn.Module | None = None,
+        k_norm: nn.Module | None = None,
+    ) -> None:
+        super().__init__()
+        self.names = names
+        for name, module in zip(names, (query, key, value, out), strict=True):
+            self.add_module(name, module)
+        self.q_norm, self.k_norm = q_norm, k_norm
+        self.head_dim = head_dim
+        self.value_head_dim = head_dim if value_head_dim is None else value_head_dim
+        self.d_in, self.kdim, self.width_name = d_in, kdim, width_name
+        self.vdim = kdim if vdim is None else vdim
+
+    def check(self, query: object, key: object, value: object) -> tuple[tuple[int, ...], int, int]:
+        """Check query, key and value (or ``x`` alone); batch shape, ``L``, ``S``."""
+        weight = next(self.get_submodule(self.names[0]).parameters())
+        if self.kdim is None:  # self-attention: key and value are the query
+            if key is not query or value is not query:
+                kind = type(key if key is not query else value).__name__
+                raise TypeError(
+                    "this layer is self-attention: call it as layer(x, cache=...), with no "
+                    f"key or value; got a second positional argument of type {kind}"
+                )
+            x = check_features("x", query, self.d_in, width_name=self.width_name)
+            check_module_input("x", x, weight)
+            return tuple(x.shape[:-2]), x.shape[-2], x.shape[-2]
+        q = check_features("query", query, self.d_in, tokens="L")
+        k = check_features("key", key, self.kdim, tokens="S", width_name="kdim")
+        v = check_features("value", value, self.vdim or self.kdim, tokens="S", width_name="vdim")
+        batch = tuple(q.shape[:-2])
+        if k.dim() != q.dim() or tuple(k.shape[:-2]) != batch:
+            wanted = "(B, S, kdim)" if batch else "(S, kdim)"
+            raise ValueError(
+                f"key must have shape {wanted} with the batch of query "
+                f"{format_shape(q.shape)}; got shape {format_shape(k.shape)}"
+            )
+        if v.shape[:-1] != k.shape[:-1]:
+            wanted = "(B, S, vdim)" if batch else "(S, vdim)"
+            raise ValueError(
+                f"value must have shape {wanted} with the batch and length of key "
+                f"{format_shape(k.shape)}; got shape {format_shape(v.shape)}"
+            )
+        if not q.dtype == k.dtype == v.dtype:
+            raise TypeError(
+                f"query, key and value must share one dtype; got {q.dtype}, {k.dtype} and {v.dtype}"
+            )
+        check_module_input("query", q, weight)
+        check_same_device("key", k, q, "query")
+        check_same_device("value", v, q, "query")
+        return batch, q.shape[-2], k.shape[-2]
+
+    def queries(self, query: Tensor) -> Tensor:
+        """``(B, L, d_in) -> (B, H, L, D)``."""
+        queries = split_heads(self.get_submodule(self.names[0])(query), self.head_dim)
+        return queries if self.q_norm is None else self.q_norm(queries)
+
+    def entries(self, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
+        """What a cache keeps per token: keys ``(B, Hkv, S, D)``, values ``(B, Hkv, S, Dv)``."""
+        keys = split_heads(self.get_submodule(self.names[1])(key), self.head_dim)
+        values = split_heads(self.get_submodule(self.names[2])(value), self.value_head_dim)
+        return (keys if self.k_norm is None else self.k_norm(keys)), values
+
+    def kernel_inputs(
+        self, queries: Tensor, keys: Tensor, values: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """The kernel's queries, keys and values from the stored entries: themselves."""
+        return queries, keys, values
+
+    def out(self, context: Tensor) -> Tensor:
+        """``(B, H, L, Dv) -> (B, L, d_out)``: heads merged, then the output projection."""
+        output: Tensor = self.get_submodule(self.names[3])(merge_heads(context))
+        return output
+
+
 class AttentionHeads(nn.Module):
-    """The skeleton of a multi-head attention layer: one forward, declared seams.
+    """The one multi-head attention layer: its parts, passed by keyword, do the rest.
 
-    A subclass sets the attributes below in its ``__init__`` and overrides seams:
-    ``check_inputs``, ``project_qkv`` and ``project_out`` always (they name its
-    projections); ``position_queries_keys``, ``causal_rule`` and ``score_bias`` when it
-    places positions or masks differently. ``split_heads``, ``attend_heads`` and
-    ``merge_heads`` serve every layer. The forward runs, in order:
+    The forward runs, in order (the steps the layer names are public, for taking it
+    apart): ``projections.check``; the queries and the entries a
+    cache keeps (``projections.queries``, ``projections.entries``); the positions part
+    on queries and new keys; ``cache.append``; ``projections.kernel_inputs``; the mask
+    rule with the call's masks and the positions part's bias; the kernel of
+    ``backend`` (every head at once; grouped heads shared, never copied);
+    ``ablate_heads``; ``projections.out``.
 
-        check_inputs          query, key, value -> batch shape, L, S (before any arithmetic)
-        project_qkv           (B, L, d_in), (B, S, kdim), (B, S, vdim) -> flat q, k, v
-        split_heads           (B, T, H * D) -> (B, H, T, D)
-        position_queries_keys rotate q and k by position (rotary), or leave them
-        (the KVCache)         keys and values appended after the cached ones
-        causal_rule           the layer's own mask: top-left causal, or end-aligned with a window
-        score_bias            a float added to the scores by position (ALiBi, T5), or None
-        attend_heads          the kernel: every head at once through the backend registry
-        merge_heads           (B, H, L, Dv) -> (B, L, H * Dv)
-        project_out           (B, L, H * Dv) -> (B, L, d_out)
+    The projections part's modules are registered on the layer itself under their
+    own names (``layer.q_proj``), so state dicts and printouts read as before.
 
-    **One vocabulary, two sets of attribute names.** The chapters build
-    ``MultiHeadAttention`` with the teaching names of *Build a Large Language Model (From
-    Scratch)*; the Llama layers keep Hugging Face's names, so that checkpoints load by name.
-    The skeleton's seams and arguments are the same for both:
-
-    * query, key and value projections: ``W_query``, ``W_key``, ``W_value`` in the chapters'
-      ``MultiHeadAttention``; ``q_proj``, ``k_proj``, ``v_proj`` in the Llama layers; both
-      behind the seam ``project_qkv``;
-    * output projection: ``out_proj`` (chapters), ``o_proj`` (Llama); the seam ``project_out``;
-    * token width: ``d_in`` and ``d_out`` (chapters; ``d_out`` always the total),
-      ``d_model`` (Llama, ``hidden_size``, in and out alike);
-    * heads, widths, masks and results: one set of names everywhere (``num_heads``,
-      ``num_kv_heads``, ``head_dim``, ``attn_mask``, ``key_padding_mask``, ``attn_weights``,
-      ``context_vecs``).
-
-    Attributes:
+    Args:
+        projections: The projections part.
+        positions: The positions part (default ``None``: no positions).
+        mask: The mask rule (default: none).
         num_heads: Query heads ``H``.
-        num_kv_heads: Key/value heads ``Hkv``, dividing ``H`` (``H`` in multi-head
-            attention; fewer in grouped-query attention).
+        num_kv_heads: Key/value heads ``Hkv`` (defaults to ``H``).
         head_dim: Width ``D`` of a query or key head.
-        value_head_dim: Width ``Dv`` of a value head (``head_dim`` in the package's
-            layers; another width in latent attention).
-        dropout: Dropout probability on the attention weights, in training only.
-        scale: Multiplier of the scores; ``None`` means ``1 / sqrt(head_dim)``.
-        backend: The kernel's name in the registry (``attnlab.backends.KERNELS``;
-            [`register_kernel`][attnlab.register_kernel] adds one).
-        averages_weights: Whether ``need_weights`` averages over the heads by default
+        value_head_dim: Width ``Dv`` of a value head (defaults to ``D``).
+        dropout: On the attention weights, in training only.
+        scale: Multiplier of the scores; ``None``: ``1 / sqrt`` of the kernel's query width.
+        backend: A kernel's name in ``attnlab.BACKENDS``.
+        averages_weights: Whether ``need_weights`` averages over heads by default
             (``nn.MultiheadAttention`` does; the Llama layers return every head's).
     """
 
-    num_heads: int
-    num_kv_heads: int
-    head_dim: int
-    value_head_dim: int
-    dropout: float = 0.0
-    scale: float | None = None
-    backend: Backend
-    averages_weights: bool = False
+    def __init__(
+        self,
+        *,
+        projections: Projections,
+        positions: Positions | None = None,
+        mask: MaskRule | None = None,
+        num_heads: int,
+        num_kv_heads: int | None = None,
+        head_dim: int,
+        value_head_dim: int | None = None,
+        dropout: float = 0.0,
+        scale: float | None = None,
+        backend: Backend = "torch",
+        averages_weights: bool = False,
+    ) -> None:
+        super().__init__()
+        self.num_heads = check_positive_int("num_heads", num_heads)
+        kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        self.num_kv_heads = check_positive_int("num_kv_heads", kv_heads)
+        if num_heads % self.num_kv_heads:
+            raise ValueError(
+                f"num_kv_heads must divide num_heads = {num_heads}; got {self.num_kv_heads}"
+            )
+        self.head_dim = check_positive_int("head_dim", head_dim)
+        self.value_head_dim = head_dim if value_head_dim is None else value_head_dim
+        self.dropout = check_probability("dropout", dropout)
+        self.scale = scale
+        self.backend = check_backend(backend)
+        self.averages_weights = averages_weights
+        self.mask = MaskRule() if mask is None else mask
+        object.__setattr__(self, "projections", projections)  # its modules, not itself
+        for name, module in projections.named_children():
+            self.add_module(name, module)
+        if getattr(positions, "num_heads", num_heads) != num_heads:
+            raise ValueError(
+                f"positions must have num_heads = {num_heads} like the layer; "
+                f"got {getattr(positions, 'num_heads', None)}"
+            )
+        self.positions = positions
+
+    projections: Projections
+    positions: Positions | None
+
+    @property
+    def causal(self) -> bool:
+        """The mask rule's ``causal`` (settable: the rule is replaced)."""
+        return self.mask.causal
+
+    @causal.setter
+    def causal(self, value: bool) -> None:
+        self.mask = replace(self.mask, causal=check_bool("causal", value))
+
+    @property
+    def window(self) -> int | None:
+        """The mask rule's ``window`` (settable: the rule is replaced)."""
+        return self.mask.window
+
+    @window.setter
+    def window(self, value: int | None) -> None:
+        window = None if value is None else check_positive_int("window", value)
+        self.mask = replace(self.mask, window=window)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Keep the projections part's modules and the layer's the same objects."""
+        projections = self.__dict__.get("projections")
+        if isinstance(projections, Projections) and name in projections._modules:
+            setattr(projections, name, value)
+        super().__setattr__(name, value)
 
     @overload
     def forward(
@@ -153,6 +383,22 @@ class AttentionHeads(nn.Module):
         average_attn_weights: bool | None = None,
     ) -> AttentionOutput: ...
 
+    @overload
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor | None = None,
+        value: Tensor | None = None,
+        *,
+        attn_mask: Tensor | None = None,
+        key_padding_mask: Tensor | None = None,
+        cache: Cache | None = None,
+        position_embeddings: PositionEmbeddings | None = None,
+        ablate_heads: Iterable[int] = (),
+        need_weights: bool,
+        average_attn_weights: bool | None = None,
+    ) -> Tensor | AttentionOutput: ...
+
     def forward(
         self,
         query: Tensor,
@@ -167,200 +413,80 @@ class AttentionHeads(nn.Module):
         need_weights: bool = False,
         average_attn_weights: bool | None = None,
     ) -> Tensor | AttentionOutput:
-        """Attend from ``query``'s tokens to ``key``'s, mixing ``value``'s: the one forward.
+        """Attend from ``query``'s tokens to ``key``'s, mixing ``value``'s.
 
         Args:
             query: The tokens that ask.
             key: The tokens looked at; defaults to ``query`` (self-attention).
             value: The tokens whose content is mixed; defaults to ``key``.
-            attn_mask: Optional mask broadcastable to ``(B, H, L, S)``, combined with
-                the layer's own causal rule: bool ``True`` = may attend, or float added
-                to the scores. ``S`` counts the cached keys too.
-            key_padding_mask: Optional, one entry per key: bool ``True`` = real token,
-                or float added to the scores.
-            cache: Optional [`KVCache`][attnlab.KVCache] of earlier keys and values: the
-                new ones are appended, and the queries are the positions after them.
-            position_embeddings: Rotary ``(cos, sin)`` computed once for the whole model
-                (each ``(L, D)`` or ``(B, L, D)``); a layer used alone computes its own.
+            attn_mask: Optional, broadcastable to ``(B, H, L, S)``, combined with the
+                mask rule; ``S`` counts the cached keys too.
+            key_padding_mask: Optional, one entry per key ``(B, S)``.
+            cache: Optional [`Cache`][attnlab.Cache]: the new entries are appended,
+                the queries are the positions after the cached ones.
+            position_embeddings: A model's rotary ``(cos, sin)`` for these positions
+                (each ``(L, D)`` or ``(B, L, D)``); a layer alone computes its own.
             ablate_heads: Query heads (``0 .. H-1``) whose context vectors are zeroed
-                before the output projection: they then contribute nothing.
-            need_weights: Also return the attention weights, as an
-                [`AttentionOutput`][attnlab.AttentionOutput] (computed by the explicit
-                path whatever the backend).
-            average_attn_weights: Average the weights over the heads; defaults to the
-                layer's ``averages_weights``.
+                before the output projection.
+            need_weights: Also return the weights, as an
+                [`AttentionOutput`][attnlab.AttentionOutput] (the explicit kernel
+                computes them whatever the backend).
+            average_attn_weights: Average the weights over the heads; defaults to
+                ``averages_weights``.
 
         Returns:
-            The output, or ``AttentionOutput(output, attn_weights)`` with ``need_weights``.
-
-        Shape:
-            query: ``(B, L, d_in)``; key: ``(B, S_new, kdim)``; value: ``(B, S_new, vdim)``;
-            output: ``(B, L, d_out)``; attn_weights: ``(B, H, L, S)`` or ``(B, L, S)``
-            (drop ``B`` throughout for unbatched input).
+            The output ``(B, L, d_out)``, or ``AttentionOutput(output, attn_weights)``.
         """
-        if isinstance(key, KVCache) and value is None and cache is None:
-            warnings.warn(  # GroupedQueryAttention's old forward(x, cache), one release
-                "a KVCache passed by position is deprecated: call layer(x, cache=cache)",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            key, cache = None, key
         key = query if key is None else key
         value = key if value is None else value
-        batch, L, S_new = self.check_inputs(query, key, value)
-        past = self._check_cache(cache)  # cached positions before the new ones
+        proj = self.projections
+        batch, L, S_new = proj.check(query, key, value)
+        past = self._check_cache(cache)  # positions seen before the new ones
         S = past + S_new
         self._check_call(query, batch, L, S, attn_mask, key_padding_mask, position_embeddings)
         heads_off = self._check_ablate_heads(ablate_heads)
         check_bool("need_weights", need_weights)
         average = self.averages_weights if average_attn_weights is None else average_attn_weights
         check_bool("average_attn_weights", average)
-        queries, keys, values = self.project_qkv(query, key, value)
-        queries = self.split_heads(queries)  # (B, L, H * D) -> (B, H, L, D)
-        keys = self.split_heads(keys)  # (B, S_new, Hkv * D) -> (B, Hkv, S_new, D)
-        values = self.split_heads(values, self.value_head_dim)  # (B, Hkv, S_new, Dv)
-        queries, keys = self.position_queries_keys(
-            queries, keys, offset=past, position_embeddings=position_embeddings
-        )
+        queries = proj.queries(query)  # (B, H, L, D)
+        keys, values = proj.entries(key, value)  # what a cache keeps: (B, Hc, S_new, .)
+        queries, keys = self.position_queries_keys(queries, keys, past, position_embeddings)
         if cache is not None:
-            keys, values = cache.append(keys, values)  # (B, Hkv, S, D), (B, Hkv, S, Dv)
+            keys, values = cache.append(keys, values)  # every position the queries see
             if keys.shape[-2] < S:  # a rolling buffer keeps the last positions only
                 S = keys.shape[-2]
                 attn_mask = None if attn_mask is None else attn_mask[..., -S:]
                 key_padding_mask = None if key_padding_mask is None else key_padding_mask[..., -S:]
-        mask, is_causal = self.attention_mask(L, S, attn_mask, key_padding_mask, query, past)
-        context_vecs, attn_weights = self.attend_heads(
+        queries, keys, values = proj.kernel_inputs(queries, keys, values)
+        mask, is_causal = self._mask(L, S, attn_mask, key_padding_mask, query, past)
+        context, attn_weights = self.attend_heads(
             queries, keys, values, mask, is_causal, need_weights
-        )  # (B, H, L, Dv), (B, H, L, S) or None
+        )
         if heads_off:
-            context_vecs = context_vecs.clone()
-            context_vecs[..., heads_off, :, :] = 0.0  # those heads add nothing to the output
-        output = self.project_out(self.merge_heads(context_vecs))  # (B, L, d_out)
+            context = context.clone()
+            context[..., heads_off, :, :] = 0.0  # those heads add nothing to the output
+        output = proj.out(context)  # (B, L, d_out)
         if attn_weights is None:
             return output
         if average:
             attn_weights = attn_weights.mean(dim=-3)  # (B, H, L, S) -> (B, L, S)
         return AttentionOutput(output, attn_weights)
 
-    def check_inputs(
-        self, query: object, key: object, value: object
-    ) -> tuple[tuple[int, ...], int, int]:
-        """Seam: check the three inputs; return the batch shape, ``L`` and new ``S``."""
-        raise NotImplementedError(f"{type(self).__name__} must define check_inputs")
-
-    def project_qkv(
-        self, query: Tensor, key: Tensor, value: Tensor
-    ) -> tuple[Tensor, Tensor, Tensor]:
-        """Seam: the query, key and value projections (flat, heads side by side).
-
-        Shape:
-            outputs: ``(B, L, H * D)``, ``(B, S, Hkv * D)``, ``(B, S, Hkv * Dv)``.
-        """
-        raise NotImplementedError(f"{type(self).__name__} must define project_qkv")
-
-    def project_out(self, x: Tensor) -> Tensor:
-        """Seam: the output projection of the merged heads.
-
-        Shape:
-            x: ``(B, L, H * Dv)``; output: ``(B, L, d_out)``.
-        """
-        raise NotImplementedError(f"{type(self).__name__} must define project_out")
-
-    def split_heads(self, x: Tensor, head_dim: int | None = None) -> Tensor:
-        """Split a projection's width into heads of ``head_dim`` and move heads forward.
-
-        Works for any number of heads (``width // head_dim``): the queries' ``H`` and
-        the keys' and values' ``Hkv`` alike.
-
-        Args:
-            x: A projected sequence.
-            head_dim: Width of one head; defaults to the layer's ``head_dim`` (pass
-                ``value_head_dim`` for values).
-
-        Returns:
-            The same numbers, one ``(T, D)`` slice per head.
-
-        Shape:
-            x: ``(B, T, H * D)``; output: ``(B, H, T, D)`` (drop ``B`` for unbatched).
-        """
-        D = self.head_dim if head_dim is None else head_dim
-        # (B, T, H * D) -> (B, T, H, D) -> (B, H, T, D)
-        return x.view(*x.shape[:-1], x.shape[-1] // D, D).transpose(-3, -2)
-
-    def position_queries_keys(
-        self,
-        queries: Tensor,
-        keys: Tensor,
-        offset: int = 0,
-        position_embeddings: PositionEmbeddings | None = None,
-    ) -> tuple[Tensor, Tensor]:
-        """Seam: where positions enter queries and keys (e.g. rotary embeddings); here none.
-
-        A subclass that encodes positions in the queries and keys overrides this (as
-        [`GroupedQueryAttention`][attnlab.GroupedQueryAttention] does with rotary
-        embeddings); plain multi-head attention returns them unchanged.
-
-        Args:
-            queries: Per-head queries.
-            keys: Per-head keys of the new tokens.
-            offset: Position of the first new token (the number of cached positions).
-            position_embeddings: A model's rotary ``(cos, sin)``, when it passes one.
-
-        Returns:
-            ``(queries, keys)``, transformed by position.
-
-        Shape:
-            queries: ``(B, H, L, D)``; keys: ``(B, Hkv, S_new, D)``; outputs: the same.
-        """
-        return queries, keys
-
-    def causal_rule(
-        self, L: int, S: int, device: torch.device, offset: int = 0
-    ) -> tuple[Tensor | None, bool]:
-        """Seam: the layer's own mask, as ``(attn_mask, is_causal)``; here none.
-
-        Args:
-            L: Queries.
-            S: Keys, cached ones included.
-            device: Where to build a mask.
-            offset: Cached positions before the queries (``S - L`` with a cache, else 0).
-
-        Returns:
-            A bool ``(L, S)`` mask (``True`` = may attend) or ``None``, and SDPA's
-            top-left ``is_causal`` flag.
-        """
-        return None, False
-
-    def score_bias(self, L: int, S: int, device: torch.device) -> Tensor | None:
-        """Seam: a float added to every head's scores by position (ALiBi, T5); here none.
-
-        The queries are the last ``L`` of the ``S`` positions (after a cache).
-
-        Returns:
-            ``None``, or a float bias broadcastable to ``(B, H, L, S)``.
-        """
-        return None
-
-    def attention_mask(
+    def _mask(
         self,
         L: int,
         S: int,
         attn_mask: Tensor | None,
         key_padding_mask: Tensor | None,
         query: Tensor,
-        offset: int = 0,
+        offset: int,
     ) -> tuple[Tensor | None, bool]:
-        """The call's one mask: ``causal_rule`` and ``score_bias`` with the caller's masks.
+        """The call's one mask: the rule, the positions' bias and the caller's masks.
 
-        With nothing but the rule, SDPA's ``is_causal`` flag passes through unbuilt;
-        otherwise every part becomes one mask (``attnlab.masks.combine_masks``).
-
-        Returns:
-            ``(attn_mask, is_causal)`` for ``attend_heads``; the mask broadcasts to
-            ``(B, H, L, S)``.
+        With the rule alone SDPA's ``is_causal`` passes through unbuilt.
         """
-        rule, is_causal = self.causal_rule(L, S, query.device, offset)
-        bias = self.score_bias(L, S, query.device)
+        rule, is_causal = self.mask(L, S, offset, query.device)
+        bias = None if self.positions is None else self.positions.score_bias(L, S, query.device)
         if attn_mask is None and key_padding_mask is None and bias is None:
             return rule, is_causal
         if is_causal and L > 0 and S > 0:
@@ -369,6 +495,26 @@ class AttentionHeads(nn.Module):
         if key_padding_mask is not None:  # (B, S) -> (B, 1, 1, S): the same keys for all
             padding = padding_to_attn_mask(key_padding_mask, num_heads_dims=1)
         return combine_masks(rule, attn_mask, padding, bias, dtype=query.dtype), False
+
+    def split_heads(self, x: Tensor, head_dim: int | None = None) -> Tensor:
+        """``(B, T, H * D) -> (B, H, T, D)``, ``D`` the layer's ``head_dim`` unless given."""
+        return split_heads(x, self.head_dim if head_dim is None else head_dim)
+
+    def merge_heads(self, x: Tensor) -> Tensor:
+        """``(B, H, T, Dv) -> (B, T, H * Dv)``: the heads side by side again."""
+        return merge_heads(x)
+
+    def position_queries_keys(
+        self,
+        queries: Tensor,
+        keys: Tensor,
+        offset: int = 0,
+        position_embeddings: PositionEmbeddings | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        """The positions part on queries and new keys at ``offset, offset + 1, ...``."""
+        if self.positions is None:
+            return queries, keys
+        return self.positions.queries_keys(queries, keys, offset, position_embeddings)
 
     def attend_heads(
         self,
@@ -379,54 +525,25 @@ class AttentionHeads(nn.Module):
         is_causal: bool = False,
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
-        """Seam: attention in every head at once, through the layer's backend.
-
-        With fewer key/value heads than query heads, each group of
-        ``num_heads // num_kv_heads`` query heads shares one key/value head
-        (``enable_gqa``: the kernels never copy the shared heads). With
-        ``need_weights`` the explicit kernel computes the weights too, whatever the
-        backend. Dropout acts in training only; the scale is ``self.scale``.
-
-        Args:
-            queries: Per-head queries.
-            keys: Per-head keys.
-            values: Per-head values.
-            attn_mask: A merged mask (bool ``True`` = may attend, or float added to
-                the scores), or ``None``.
-            is_causal: SDPA's causal flag, top-left aligned (only without ``attn_mask``).
-            need_weights: Also return the per-head attention weights.
-
-        Returns:
-            ``(context_vecs, attn_weights)``; the weights are ``None`` unless asked for.
+        """Every head at once through the backend; the weights too with ``need_weights``.
 
         Shape:
-            queries: ``(B, H, L, D)``; keys: ``(B, Hkv, S, D)``; values:
-            ``(B, Hkv, S, Dv)``; context_vecs: ``(B, H, L, Dv)``; attn_weights:
-            ``(B, H, L, S)``.
+            queries: ``(B, H, L, E)``; keys: ``(B, Hkv, S, E)``; values:
+            ``(B, Hkv, S, Ev)``; outputs: ``(B, H, L, Ev)`` and ``(B, H, L, S)`` or ``None``.
         """
-        dropout_p = self.dropout if self.training else 0.0
         call = AttentionCall(
             attn_mask=attn_mask,
-            dropout_p=dropout_p,
+            dropout_p=self.dropout if self.training else 0.0,
             is_causal=is_causal,
             scale=self.scale,
-            group=self.num_heads // self.num_kv_heads,
+            group=queries.shape[-3] // keys.shape[-3],  # query heads per key/value head
         )
-        if need_weights:  # the weights are per query head (grouped heads are repeated)
+        if need_weights:  # per query head (grouped heads repeated)
             return attention_kernel(queries, keys, values, call)
-        # The layer checked its inputs: the backend's kernel checks nothing again.
         return run_kernel(queries, keys, values, call, self.backend), None
 
-    def merge_heads(self, x: Tensor) -> Tensor:
-        """Undo [`split_heads`][attnlab.AttentionHeads.split_heads]: heads side by side.
-
-        Shape:
-            x: ``(B, H, T, Dv)``; output: ``(B, T, H * Dv)``.
-        """
-        return x.transpose(-3, -2).flatten(-2)  # (B, H, T, Dv) -> (B, T, H, Dv) -> (B, T, H * Dv)
-
     def _check_cache(self, cache: object) -> int:
-        """Check ``cache`` (``None`` or a KVCache); the number of cached positions."""
+        """Check ``cache`` (``None`` or a Cache); the number of positions seen."""
         if cache is None:
             return 0
         if not isinstance(cache, Cache):
@@ -452,7 +569,9 @@ class AttentionHeads(nn.Module):
             check_key_padding_mask(key_padding_mask, batch, S, query)
         if position_embeddings is None:
             return
-        wanted = f"(cos, sin), each (L, D) or (B, L, D) with L = {L}, D = {self.head_dim}"
+        positions = self.positions
+        D = positions.head_dim if isinstance(positions, RotaryEmbedding) else self.head_dim
+        wanted = f"(cos, sin), each (L, D) or (B, L, D) with L = {L}, D = {D}"
         if not isinstance(position_embeddings, tuple) or len(position_embeddings) != 2:
             raise TypeError(
                 f"position_embeddings must be {wanted}; got {type(position_embeddings).__name__}"
@@ -460,7 +579,7 @@ class AttentionHeads(nn.Module):
         for part in position_embeddings:
             table = check_floating("position_embeddings", part)
             check_same_device("position_embeddings", table, query, "query")
-            if table.dim() not in (2, 3) or table.shape[-2:] != (L, self.head_dim):
+            if table.dim() not in (2, 3) or table.shape[-2:] != (L, D):
                 raise ValueError(
                     f"position_embeddings must be {wanted}; got shape {format_shape(table.shape)}"
                 )

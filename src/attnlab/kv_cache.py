@@ -64,7 +64,7 @@ def mla_cache_bytes_per_token(
 ) -> int:
     """Bytes latent attention caches per token: ``layers * (r + Dr)`` numbers.
 
-    Multi-head latent attention keeps one latent of
+    [`MultiHeadLatentAttention`][attnlab.MultiHeadLatentAttention] keeps one latent of
     width ``kv_lora_rank`` (``r``) and one shared rotary key of width
     ``qk_rope_head_dim`` (``Dr``) per token and layer, whatever the heads. DeepSeek-V2
     (``r = 4 D``, ``Dr = D / 2``) caches ``4.5 D`` numbers: grouped-query attention with

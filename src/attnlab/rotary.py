@@ -19,7 +19,7 @@ to position ``m`` and a key rotated to position ``n`` depends only on ``m - n``.
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from ._validation import (
     check_floating,
@@ -27,28 +27,22 @@ from ._validation import (
     check_positive_int,
     format_shape,
 )
+from .positions import Positions
 
 __all__ = ["RotaryEmbedding", "rotate_half"]
 
 
 def rotate_half(x: Tensor) -> Tensor:
-    """``[x1, x2] -> [-x2, x1]`` along the last dim: a quarter turn of every pair.
-
-    Args:
-        x: Vectors of even width ``D``.
-
-    Returns:
-        The turned vectors.
-
-    Shape:
-        x: ``(*, D)``; output: ``(*, D)``.
-    """
+    """``[x1, x2] -> [-x2, x1]`` along the last dim (even width): a quarter turn of every pair."""
     x1, x2 = x.chunk(2, dim=-1)  # (*, D / 2) each
     return torch.cat([-x2, x1], dim=-1)
 
 
-class RotaryEmbedding(nn.Module):
+class RotaryEmbedding(Positions):
     """Rotate queries and keys by their positions (Hugging Face's rotate-half pairing).
+
+    As the positions part of a layer it turns the last ``head_dim`` features of every
+    query and key head (all of them, or latent attention's decoupled rotary part).
 
     Args:
         head_dim: Width ``D`` of each head's vectors; must be even.
@@ -69,14 +63,10 @@ class RotaryEmbedding(nn.Module):
         self.theta = float(theta)
 
     def frequencies(self, device: torch.device | str | None = None) -> Tensor:
-        """Each pair's frequency ``theta ** (-2i / D)``, float32, computed where asked.
+        """Each pair's frequency ``theta ** (-2i / D)``, float32 ``(D / 2,)``.
 
-        Computed on every call (``D / 2`` numbers) rather than stored: the module holds
-        no tensor, so a model built on the ``meta`` device and loaded later needs no
-        patching, and one model-level table serves every layer.
-
-        Shape:
-            output: ``(D / 2,)``.
+        Computed on every call rather than stored: the module holds no tensor, so a
+        model built on the ``meta`` device and loaded later needs no patching.
         """
         D = self.head_dim
         exponents = torch.arange(0, D, 2, dtype=torch.int64, device=device).float() / D
@@ -88,17 +78,7 @@ class RotaryEmbedding(nn.Module):
         return self.frequencies()
 
     def angles(self, positions: Tensor) -> Tensor:
-        """Each position's angle for each pair: ``position * inv_freq``.
-
-        Args:
-            positions: Integer (or float) positions.
-
-        Returns:
-            Angles in radians, float32.
-
-        Shape:
-            positions: ``(T,)``; output: ``(T, D / 2)``.
-        """
+        """Each position's angle for each pair, ``position * inv_freq``: ``(T,) -> (T, D / 2)``."""
         if not isinstance(positions, Tensor) or positions.dim() != 1:
             raise ValueError(
                 "positions must be a tensor of shape (T,); got "
@@ -112,92 +92,62 @@ class RotaryEmbedding(nn.Module):
         return positions.float().unsqueeze(-1) * self.frequencies(positions.device)
 
     def cos_sin(self, positions: Tensor) -> tuple[Tensor, Tensor]:
-        """``cos`` and ``sin`` of the angles, each pair's angle in both halves.
+        """``cos`` and ``sin`` of the angles, each pair's in both halves: ``(T,) -> (T, D)`` each.
 
-        Args:
-            positions: Positions.
-
-        Returns:
-            ``(cos, sin)``, float32 (what ``LlamaRotaryEmbedding`` returns).
-
-        Shape:
-            positions: ``(T,)``; each output: ``(T, D)``.
+        Float32, what transformers' ``LlamaRotaryEmbedding`` returns.
         """
         angles = self.angles(positions)  # (T, D/2)
         emb = torch.cat([angles, angles], dim=-1)  # (T, D)
         return emb.cos(), emb.sin()
 
     def forward(self, x: Tensor, positions: Tensor) -> Tensor:
-        """Rotate ``x`` (queries or keys) by the angles of ``positions``.
-
-        Args:
-            x: Vectors, one per position, last dim ``D``.
-            positions: The position of each of the ``T`` vectors.
-
-        Returns:
-            The rotated vectors, in ``x``'s dtype.
-
-        Shape:
-            x: ``(..., T, D)``; positions: ``(T,)``; output: ``(..., T, D)``.
-        """
+        """Rotate ``x`` ``(..., T, D)`` by the angles of ``positions`` ``(T,)``, in its dtype."""
         return self.rotate(self._check(x, positions), positions)
 
     def rotate(self, x: Tensor, positions: Tensor) -> Tensor:
-        """``forward`` without its checks, for a caller that checked ``x`` already.
-
-        [`GroupedQueryAttention`][attnlab.GroupedQueryAttention] checks its input once
-        and rotates its queries and keys with this.
-
-        Args:
-            x: Vectors, one per position, last dim ``D``, on this module's device.
-            positions: The position of each of the ``T`` vectors.
-
-        Returns:
-            The rotated vectors, in ``x``'s dtype.
-
-        Shape:
-            x: ``(..., T, D)``; positions: ``(T,)``; output: ``(..., T, D)``.
-        """
+        """``forward`` without its checks, for a caller that checked ``x`` already."""
         cos, sin = self.cos_sin(positions.to(x.device))  # (T, D) each
         return self.apply_cos_sin(x, cos, sin)
 
     @staticmethod
     def apply_cos_sin(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-        """Rotate ``x`` by angles already turned into ``cos`` and ``sin`` (``cos_sin``).
-
-        Queries and keys at the same positions share one ``cos_sin``: computed once,
-        applied to both.
-
-        Args:
-            x: Vectors, one per position, last dim ``D``.
-            cos: ``cos_sin(positions)[0]``.
-            sin: ``cos_sin(positions)[1]``.
-
-        Returns:
-            The rotated vectors, in ``x``'s dtype.
-
-        Shape:
-            x: ``(..., T, D)``; cos, sin: ``(T, D)``; output: ``(..., T, D)``.
-        """
+        """Rotate ``x`` ``(..., T, D)`` by a ``cos_sin`` table ``(T, D)``, in its dtype."""
         rotated = x.float() * cos + rotate_half(x.float()) * sin
         return rotated.to(x.dtype)
 
-    def rotate_complex(self, x: Tensor, positions: Tensor) -> Tensor:
-        """The same rotation as ``forward``, computed with complex numbers.
+    def queries_keys(
+        self,
+        queries: Tensor,
+        keys: Tensor,
+        offset: int,
+        table: tuple[Tensor, Tensor] | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        """Turn queries and keys to positions ``offset, offset + 1, ...``.
 
-        Pair ``i`` (coordinates ``i`` and ``i + D/2``) becomes ``z = x_i + 1j * x_{i+D/2}``,
-        which is multiplied by ``exp(1j * angle_i)``: a rotation in the plane.
-
-        Args:
-            x: Vectors, last dim ``D``.
-            positions: Positions.
-
-        Returns:
-            The rotated vectors.
+        ``table`` is a model's ``(cos, sin)`` for these positions, each ``(T, D)`` or
+        ``(B, T, D)`` (one row of positions per sequence); without it the part computes
+        its own. Queries and keys share the table: it is built once.
 
         Shape:
-            x: ``(..., T, D)``; positions: ``(T,)``; output: ``(..., T, D)``.
+            queries: ``(B, H, T, Dq)``; keys: ``(B, Hkv, T, Dk)``, ``Dq, Dk >= head_dim``.
         """
+        if table is None:
+            positions = torch.arange(offset, offset + queries.shape[-2], device=queries.device)
+            table = self.cos_sin(positions)  # (T, D) each
+        cos, sin = table
+        if cos.dim() == 3:  # (B, T, D) -> (B, 1, T, D): the same angles for every head
+            cos, sin = cos.unsqueeze(-3), sin.unsqueeze(-3)
+        return self._turn_last(queries, cos, sin), self._turn_last(keys, cos, sin)
+
+    def _turn_last(self, x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+        """``apply_cos_sin`` on the last ``head_dim`` features of ``x``; the rest kept."""
+        D = self.head_dim
+        if x.shape[-1] == D:
+            return self.apply_cos_sin(x, cos, sin)
+        return torch.cat([x[..., :-D], self.apply_cos_sin(x[..., -D:], cos, sin)], dim=-1)
+
+    def rotate_complex(self, x: Tensor, positions: Tensor) -> Tensor:
+        """``forward`` in complex numbers: ``(x_i + 1j * x_{i+D/2}) * exp(1j * angle_i)``."""
         x = self._check(x, positions)
         x1, x2 = x.float().chunk(2, dim=-1)  # (..., T, D/2) each
         z = torch.complex(x1, x2)

@@ -14,10 +14,9 @@ import torch
 
 pytest.importorskip("gguf", reason="the llm extra is not installed")
 
-from attnlab import RotaryEmbedding
+from attnlab import GroupedQueryAttention, RotaryEmbedding
 from attnlab.llama import (
     DecoderBlock,
-    LlamaAttention,
     LlamaConfig,
     LlamaOutput,
     RMSNorm,
@@ -74,6 +73,8 @@ def test_one_rotary_table_per_forward_serves_every_layer(monkeypatch: pytest.Mon
     x = torch.randn(2, 5, 576, generator=torch.Generator().manual_seed(0))
     table = model.rotary.cos_sin(torch.arange(5))
     torch.testing.assert_close(attn(x, position_embeddings=table), attn(x), atol=0, rtol=0)
+    assert sum(isinstance(m, RotaryEmbedding) for m in model.modules()) == 1  # shared
+    assert all(block.attn.positions is model.rotary for block in model.layers)
 
 
 def test_loading_does_not_import_transformers() -> None:
@@ -139,7 +140,7 @@ def test_ablation_zeroes_exactly_the_chosen_heads() -> None:
     assert not torch.allclose(knocked, base, atol=1e-3)
     # By hand: layer 4's heads 0 and 8 add nothing, so o_proj sees zeros in their columns.
     attn = model.layers[4].attn
-    assert isinstance(attn, LlamaAttention)
+    assert isinstance(attn, GroupedQueryAttention)
     x = torch.randn(1, 3, 576, generator=torch.Generator().manual_seed(0))
     out = attn(x, ablate_heads=[0, 8])  # an ordinary keyword: the output alone
     o_proj = attn.o_proj.weight.clone()

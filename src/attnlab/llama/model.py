@@ -9,10 +9,10 @@ The pieces, in the order a token meets them:
   every token's embedding (the embeddings are *tied*: one matrix reads tokens in and
   scores them out).
 
-The attention is [`GroupedQueryAttention`][attnlab.GroupedQueryAttention] with rotary
-positions and a [`KVCache`][attnlab.KVCache] per layer, as the earlier chapters built it;
-[`LlamaAttention`][attnlab.llama.LlamaAttention] only adds two ways to look inside:
-returning each query head's attention weights, and switching heads off (ablation).
+The attention is [`GroupedQueryAttention`][attnlab.GroupedQueryAttention], every layer
+sharing the model's one rotary part, with a cache per layer, as the earlier chapters
+built it; its ``need_weights`` and ``ablate_heads`` keywords are the two ways to look
+inside (each query head's weights, heads switched off).
 
 Shape legend: ``B`` batch, ``T`` new tokens, ``S`` keys (cached ones included),
 ``H`` query heads, ``Hkv`` key/value heads, ``D`` head width, ``V`` vocabulary size.
@@ -40,7 +40,7 @@ from .._validation import (
     check_vectors,
     format_shape,
 )
-from ..attention_heads import PositionEmbeddings
+from ..attention_heads import AttentionOutput, PositionEmbeddings
 from ..gqa import GroupedQueryAttention
 from ..kv_cache import Cache, KVCache
 from ..rope_scaling import RopeScaling, ScaledRotaryEmbedding
@@ -49,7 +49,6 @@ from .generate import Sampling, check_attention_mask, generate_tokens, padding_m
 
 __all__ = [
     "DecoderBlock",
-    "LlamaAttention",
     "LlamaConfig",
     "LlamaModel",
     "LlamaOutput",
@@ -163,58 +162,27 @@ class SwiGLU(nn.Module):
         return output
 
 
-class LlamaAttention(GroupedQueryAttention):
-    """[`GroupedQueryAttention`][attnlab.GroupedQueryAttention], named as the model's layer.
-
-    The skeleton's one forward ([`AttentionHeads`][attnlab.AttentionHeads]) already
-    gives what looking inside the real LLM needs, as ordinary keywords:
-
-    * ``need_weights=True`` returns an [`AttentionOutput`][attnlab.AttentionOutput]
-      with each query head's attention weights (the explicit path computes them;
-      shared key/value heads are repeated per query head);
-    * ``ablate_heads=[...]`` zeroes those query heads' context vectors before the
-      output projection: they then contribute nothing to the layer's output;
-    * ``position_embeddings=(cos, sin)``: the model's one rotary table for the call;
-    * ``attn_mask``: e.g. padding keys hidden (``False``), combined with the causal rule.
-
-    With ``qk_norm`` (Qwen3) each query and key head is RMS-normalised (``q_norm``,
-    ``k_norm``) between the projection and the rotation.
-
-    Shape:
-        x: ``(B, T, d_model)`` or ``(T, d_model)``; output: the same; weights:
-        ``(B, H, T, S)`` (``(H, T, S)`` unbatched).
-    """
-
-    q_norm: RMSNorm | None
-    k_norm: RMSNorm | None
-
-    def project_qkv(
-        self, query: Tensor, key: Tensor, value: Tensor
-    ) -> tuple[Tensor, Tensor, Tensor]:
-        """The projections, then (``qk_norm``) each query and key head normalised."""
-        queries, keys, values = super().project_qkv(query, key, value)
-        if self.q_norm is not None and self.k_norm is not None:
-            D = self.head_dim
-            queries = self.q_norm(queries.unflatten(-1, (-1, D))).flatten(-2)  # (B, T, H * D)
-            keys = self.k_norm(keys.unflatten(-1, (-1, D))).flatten(-2)  # (B, T, Hkv * D)
-        return queries, keys, values
-
-
 class DecoderBlock(nn.Module):
     """One Llama layer: pre-norm attention and pre-norm SwiGLU, each added back.
 
+    The attention is [`GroupedQueryAttention`][attnlab.GroupedQueryAttention] configured
+    from ``config``: Qwen2's q/k/v biases (``attention_bias``, none on ``o_proj``),
+    Qwen3's per-head ``q_norm``/``k_norm`` (``qk_norm``).
+
     Args:
         config: The model's sizes.
+        rotary: The model's one rotary part, shared by every layer (default: the
+            block's own).
 
     Shape:
         x: ``(B, T, d_model)``; output: the same.
     """
 
-    def __init__(self, config: LlamaConfig) -> None:
+    def __init__(self, config: LlamaConfig, rotary: RotaryEmbedding | None = None) -> None:
         super().__init__()
         c = config
         self.attn_norm = RMSNorm(c.d_model, c.rms_eps)
-        self.attn = LlamaAttention(
+        self.attn = GroupedQueryAttention(
             c.d_model,
             c.num_heads,
             c.num_kv_heads,
@@ -222,50 +190,38 @@ class DecoderBlock(nn.Module):
             c.rope_theta,
             c.attention_bias,
             window=c.sliding_window,
+            positions=rotary,
+            out_bias=False,
+            q_norm=RMSNorm(c.head_dim, c.rms_eps) if c.qk_norm else None,
+            k_norm=RMSNorm(c.head_dim, c.rms_eps) if c.qk_norm else None,
         )
-        if c.attention_bias:  # Qwen2: biases on q, k and v only
-            self.attn.o_proj = nn.Linear(c.num_heads * c.head_dim, c.d_model, bias=False)
-        self.attn.q_norm = RMSNorm(c.head_dim, c.rms_eps) if c.qk_norm else None
-        self.attn.k_norm = RMSNorm(c.head_dim, c.rms_eps) if c.qk_norm else None
         self.ffn_norm = RMSNorm(c.d_model, c.rms_eps)
         self.ffn = SwiGLU(c.d_model, c.ffn_dim)
 
     def forward(
         self,
         x: Tensor,
-        cache: KVCache | None = None,
+        cache: Cache | None = None,
         ablate_heads: Iterable[int] = (),
         need_weights: bool = False,
         *,
         attn_mask: Tensor | None = None,
         position_embeddings: PositionEmbeddings | None = None,
     ) -> tuple[Tensor, Tensor | None]:
-        """The block's output and (if asked) its attention weights.
+        """The block's output and (with ``need_weights``) its attention weights.
 
-        ``attn_mask`` (bool ``True`` = may attend, broadcastable to ``(B, H, T, S)``)
-        is combined with the layer's causal rule, e.g. to hide padding keys;
-        ``position_embeddings`` is the model's rotary ``(cos, sin)`` for these positions
-        (the layer computes its own without it).
+        ``attn_mask`` is combined with the causal rule (e.g. to hide padding keys);
+        ``position_embeddings`` is the model's rotary ``(cos, sin)`` for these positions.
         """
-        h = self.attn_norm(x)  # (B, T, d_model)
-        attn_weights: Tensor | None = None
-        if need_weights:
-            attn_out, attn_weights = self.attn(
-                h,
-                cache=cache,
-                attn_mask=attn_mask,
-                position_embeddings=position_embeddings,
-                ablate_heads=ablate_heads,
-                need_weights=True,
-            )
-        else:
-            attn_out = self.attn(
-                h,
-                cache=cache,
-                attn_mask=attn_mask,
-                position_embeddings=position_embeddings,
-                ablate_heads=ablate_heads,
-            )
+        out = self.attn(
+            self.attn_norm(x),
+            cache=cache,
+            attn_mask=attn_mask,
+            position_embeddings=position_embeddings,
+            ablate_heads=ablate_heads,
+            need_weights=need_weights,
+        )
+        attn_out, attn_weights = out if isinstance(out, AttentionOutput) else (out, None)
         x = x + attn_out  # residual: (B, T, d_model)
         x = x + self.ffn(self.ffn_norm(x))  # residual: (B, T, d_model)
         return x, attn_weights
@@ -308,13 +264,15 @@ class LlamaModel(nn.Module):
         super().__init__()
         self.config = config
         self.embed = nn.Embedding(config.vocab_size, config.d_model)
-        self.layers = nn.ModuleList(DecoderBlock(config) for _ in range(config.num_layers))
-        self.norm = RMSNorm(config.d_model, config.rms_eps)
         self.rotary = (  # one for all layers
             RotaryEmbedding(config.head_dim, config.rope_theta)
             if config.rope_scaling is None
             else ScaledRotaryEmbedding(config.head_dim, config.rope_theta, config.rope_scaling)
         )
+        self.layers = nn.ModuleList(
+            DecoderBlock(config, self.rotary) for _ in range(config.num_layers)
+        )
+        self.norm = RMSNorm(config.d_model, config.rms_eps)
         self.lm_head = (
             None
             if config.tie_word_embeddings
