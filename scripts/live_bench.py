@@ -53,7 +53,12 @@ from attnlab.bench.measure import machine_info
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "docs" / "assets" / "javascripts" / "live"
 RESULTS = Path(__file__).resolve().with_suffix(".json")
-FULL: dict[str, Any] = {"lengths": (8, 32, 128), "contexts": (32, 128, 512), "repeats": 5, "decode_tokens": 16}
+FULL: dict[str, Any] = {
+    "lengths": (8, 32, 128),
+    "contexts": (32, 128, 512),
+    "repeats": 5,
+    "decode_tokens": 16,
+}
 QUICK: dict[str, Any] = {"lengths": (8,), "contexts": (32,), "repeats": 1, "decode_tokens": 4}
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu"]
 PROSE = (
@@ -62,7 +67,8 @@ PROSE = (
     "softmax; the weights mix the values. "
 )
 PAGE = """<!doctype html><meta charset="utf-8"><title>live benchmark</title>
-<script type="module" src="live/api.js" data-live-model="model.gguf" data-live-bytes="{size}"></script>
+<script type="module" src="live/api.js" data-live-model="model.gguf"
+  data-live-bytes="{size}"></script>
 """
 
 
@@ -166,7 +172,14 @@ def node_cpu_ms(
     node = shutil.which("node")
     if node is None:
         return None
-    args = [str(SCRIPTS), str(gguf), json.dumps(lengths), json.dumps(contexts), str(repeats), str(steps)]
+    args = [
+        str(SCRIPTS),
+        str(gguf),
+        json.dumps(lengths),
+        json.dumps(contexts),
+        str(repeats),
+        str(steps),
+    ]
     result = subprocess.run(
         [node, "--input-type=module", "-e", NODE_CPU_JS, *args],
         capture_output=True,
@@ -182,25 +195,28 @@ import time
 import torch
 torch.set_num_threads(1)
 from attnlab.llama import load_smollm2
-start = time.perf_counter()
+wall, cpu = time.perf_counter(), time.process_time()
 load_smollm2()
-print(time.perf_counter() - start)
+print(time.perf_counter() - wall, time.process_time() - cpu)
 """
 
 
-def torch_load_s() -> float:
-    """``load_smollm2()`` in a fresh process on one thread, imports excluded (seconds)."""
+def torch_load_s() -> tuple[float, float]:
+    """``load_smollm2()`` in a fresh process on one thread, imports excluded: (wall, CPU) s."""
     result = subprocess.run(
         [sys.executable, "-c", LOAD_SMOLLM2], capture_output=True, text=True, check=True
     )
-    return float(result.stdout.strip().splitlines()[-1])
+    wall, cpu = result.stdout.strip().splitlines()[-1].split()
+    return float(wall), float(cpu)
 
 
 GENERATE_JS = """async ([ids, n]) => {
   const times = [];
-  const out = await attnlabLive.generate(ids, {max_new_tokens: n, onToken: (s) => { if (s.index > 0) times.push(s.ms); }});
+  const onToken = (s) => { if (s.index > 0) times.push(s.ms); };
+  const out = await attnlabLive.generate(ids, {max_new_tokens: n, onToken});
+  const total = times.reduce((a, b) => a + b, 0);
   times.sort((a, b) => a - b);
-  return {ids: out, ms: times[Math.floor(times.length / 2)], total: times.reduce((a, b) => a + b, 0)};
+  return {ids: out, ms: times[Math.floor(times.length / 2)], total};
 }"""
 RUN_JS = "(ids) => attnlabLive.run(ids, {return_attention: true}).then((out) => out.ms)"
 
@@ -224,7 +240,12 @@ CONTROLS_JS = """() => {
 def phone_run(playwright: Any, chromium: str, url: str, ids: list[int]) -> dict[str, Any]:
     """The bare page at 390 x 844 with the CPU throttled 4x: load from cache, run, generate."""
     browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=3, is_mobile=True, has_touch=True)
+    context = browser.new_context(
+        viewport={"width": 390, "height": 844},
+        device_scale_factor=3,
+        is_mobile=True,
+        has_touch=True,
+    )
     page = context.new_page()
     page.goto(url)
     page.evaluate("attnlabLive.load()")  # fills the cache, unthrottled
@@ -257,17 +278,19 @@ def run(quick: bool = False) -> dict[str, Any]:
     settings = QUICK if quick else FULL
     chromium = os.environ.get("CHROMIUM", "/usr/bin/chromium")
     torch.set_num_threads(1)
-    load_s = torch_load_s()
+    load_s, load_cpu_s = torch_load_s()
     model, tokenizer = load_smollm2()
     gguf = smollm2_path()
     results: dict[str, Any] = {
         "note": "recorded on a shared machine (other engineers' runs load its cores); "
-        "wall-clock times, PyTorch on one thread and the browser's Worker (one thread) timed in turns",
+        "wall-clock times, PyTorch on one thread and the browser's Worker (one thread) "
+        "timed in turns",
         "machine": machine_info(),
         "quick": quick,
         "clock": "wall-clock: performance.now() in the Worker; time.perf_counter() for PyTorch",
         "repeats": settings["repeats"],
         "torch_load_s": load_s,
+        "torch_load_cpu_s": load_cpu_s,
     }
     forward: list[dict[str, Any]] = []
     decode: list[dict[str, Any]] = []
@@ -293,22 +316,32 @@ def run(quick: bool = False) -> dict[str, Any]:
                 torch_times.append(torch_forward_ms(model, ids))
             b = statistics.median(browser_ms)
             t = statistics.median(wall for wall, _ in torch_times)
-            forward.append({
-                "T": T, "browser_ms": b, "torch_ms": t, "ratio": b / t,
-                "torch_cpu_ms": statistics.median(cpu for _, cpu in torch_times),
-            })
+            forward.append(
+                {
+                    "T": T,
+                    "browser_ms": b,
+                    "torch_ms": t,
+                    "ratio": b / t,
+                    "torch_cpu_ms": statistics.median(cpu for _, cpu in torch_times),
+                }
+            )
         for context_length in settings["contexts"]:
             ids = prose_ids(tokenizer, context_length)
             steps = settings["decode_tokens"]
             page.evaluate(GENERATE_JS, [ids[:8], 3])  # warm-up
             page_ms = page.evaluate(GENERATE_JS, [ids, steps + 1])["ms"]
             wall, cpu = torch_decode_ms(model, ids, steps)
-            decode.append({
-                "context": context_length,
-                "browser_ms_per_token": page_ms, "browser_tokens_per_s": 1000 / page_ms,
-                "torch_ms_per_token": wall, "torch_tokens_per_s": 1000 / wall,
-                "torch_cpu_ms_per_token": cpu, "speedup": wall / page_ms,
-            })
+            decode.append(
+                {
+                    "context": context_length,
+                    "browser_ms_per_token": page_ms,
+                    "browser_tokens_per_s": 1000 / page_ms,
+                    "torch_ms_per_token": wall,
+                    "torch_tokens_per_s": 1000 / wall,
+                    "torch_cpu_ms_per_token": cpu,
+                    "speedup": wall / page_ms,
+                }
+            )
         version = browser.version
         browser.close()
         phone = None if quick else phone_run(playwright, chromium, url, prose_ids(tokenizer, 32))
@@ -322,7 +355,9 @@ def run(quick: bool = False) -> dict[str, Any]:
     for entry in forward:
         entry["node_cpu_ms"] = None if node is None else node["forward"][str(entry["T"])]
     for entry in decode:
-        entry["node_cpu_ms_per_token"] = None if node is None else node["decode"][str(entry["context"])]
+        entry["node_cpu_ms_per_token"] = (
+            None if node is None else node["decode"][str(entry["context"])]
+        )
     return {
         **results,
         "browser": f"Chromium {version}",
@@ -338,6 +373,7 @@ def run(quick: bool = False) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Run the benchmark and write its results (``--quick``: a smoke test)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one length, one run: a smoke test")
     parser.add_argument("--output", type=Path, default=RESULTS, help="where to write the results")

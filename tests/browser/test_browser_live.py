@@ -143,10 +143,18 @@ def test_live_rejects_bad_input_naming_it(live_tab: Any) -> None:
         "attnlabLive.generate([1, 2], {max_new_tokens: -1})": "max_new_tokens must be an int >= 0",
         "attnlabLive.generate([1, 2], {max_new_tokens: 2, temperature: -1})": "temperature must be",
         "attnlabLive.generate([1, 2], {max_new_tokens: 2, top_k: 5})": "top_k filters sampling",
-        "attnlabLive.generate([1, 2], {max_new_tokens: 2, temperature: 1, top_p: 2})": "top_p must be in [0, 1]",
-        "attnlabLive.generate([1, 2], {max_new_tokens: 2, temperature: 1, seed: 1.5})": "seed must be an int",
-        "attnlabLive.generate([1, 2], {max_new_tokens: 2, onToken: 3})": "onToken must be a function",
-        "attnlabLive.generate([1, 49152], {max_new_tokens: 2})": "input_ids must be token ids in 0 .. 49151",
+        "attnlabLive.generate([1, 2], {max_new_tokens: 2, temperature: 1, top_p: 2})": (
+            "top_p must be in [0, 1]"
+        ),
+        "attnlabLive.generate([1, 2], {max_new_tokens: 2, temperature: 1, seed: 1.5})": (
+            "seed must be an int"
+        ),
+        "attnlabLive.generate([1, 2], {max_new_tokens: 2, onToken: 3})": (
+            "onToken must be a function"
+        ),
+        "attnlabLive.generate([1, 49152], {max_new_tokens: 2})": (
+            "input_ids must be token ids in 0 .. 49151"
+        ),
         "attnlabLive.generate('hi', {max_new_tokens: 2})": "ids must be an array",
     }
     messages = live_tab.evaluate(
@@ -174,7 +182,8 @@ def test_live_greedy_generation_equals_attnlab_llama(live_tab: Any, smollm2: Any
         streamed = live_tab.evaluate(
             """async (ids) => {
                  const seen = [];
-                 const out = await attnlabLive.generate(ids, {max_new_tokens: 10, onToken: (s) => seen.push(s.token_id)});
+                 const onToken = (s) => seen.push(s.token_id);
+                 const out = await attnlabLive.generate(ids, {max_new_tokens: 10, onToken});
                  return {out, seen};
                }""",
             ids,
@@ -188,15 +197,17 @@ def test_live_seeded_sampling_is_reproducible_and_info_names_the_config(live_tab
     """The same seed gives the same tokens; info() uses the Python config's names."""
     runs = live_tab.evaluate(
         """async () => {
-             const options = {max_new_tokens: 8, temperature: 0.9, top_k: 40, top_p: 0.9, seed: 3};
+             const options = {max_new_tokens: 8, temperature: 0.9, top_k: 40, top_p: 0.9};
              const ids = await attnlabLive.encode("Once upon a time");
-             return [await attnlabLive.generate(ids, options), await attnlabLive.generate(ids, options),
-                     await attnlabLive.generate(ids, {...options, seed: 4})];
+             const run = (seed) => attnlabLive.generate(ids, {...options, seed});
+             return [await run(3), await run(3), await run(4)];
            }"""
     )
     assert runs[0] == runs[1] and len(runs[0]) == 8 and runs[2] != runs[0]
     info = live_tab.evaluate("attnlabLive.info()")
-    assert {k: info[k] for k in ("architecture", "num_layers", "num_heads", "num_kv_heads", "head_dim", "vocab_size", "context_length")} == {
+    names = ("architecture", "num_layers", "num_heads", "num_kv_heads", "head_dim")
+    names += ("vocab_size", "context_length")
+    assert {k: info[k] for k in names} == {
         "architecture": "llama", "num_layers": 30, "num_heads": 9, "num_kv_heads": 3,
         "head_dim": 64, "vocab_size": 49152, "context_length": 8192,
     }  # fmt: skip
@@ -211,7 +222,10 @@ def test_live_view_generates_and_the_maps_grow(live_tab: Any) -> None:
     before = tab.locator("#live-heatmap tbody tr").count()
     tab.locator("#live-new-tokens").fill("6")
     tab.locator("#live-generate").click()
-    tab.wait_for_function("document.querySelector('#live-generate-timing').textContent.includes('tokens')", timeout=60_000)
+    tab.wait_for_function(
+        "document.querySelector('#live-generate-timing').textContent.includes('tokens')",
+        timeout=60_000,
+    )
     tab.wait_for_function("document.querySelector('#live-status').textContent.includes('computed')")
     assert tab.locator("#live-generated").inner_text().startswith(" mat.")
     assert tab.locator("#live-heatmap tbody tr").count() == before + 6
@@ -220,7 +234,10 @@ def test_live_view_generates_and_the_maps_grow(live_tab: Any) -> None:
     tab.locator("#live-generate").click()
     tab.wait_for_function("document.querySelector('#live-generated').textContent.length > 0")
     tab.locator("#live-stop").click()
-    tab.wait_for_function("document.querySelector('#live-generate-timing').textContent.includes('tokens')", timeout=60_000)
+    tab.wait_for_function(
+        "document.querySelector('#live-generate-timing').textContent.includes('tokens')",
+        timeout=60_000,
+    )
     count = int(tab.locator("#live-generate-timing").inner_text().split()[0])
     assert 1 <= count < 200
 
@@ -290,6 +307,48 @@ def test_live_experiments_and_greedy_step(live_tab: Any) -> None:
     _run_and_wait(tab, "#live-step")
     assert tab.locator("#live-tokens .attn-explorer__token").count() == 22
     assert "live-ids=" in tab.url
+
+
+# Every control of the live section at the page's width: the rightmost edge, and those
+# smaller than 24 x 24 px (the head grid and the weight matrix scroll on their own).
+LAYOUT_JS = """() => {
+  const root = document.querySelector('#live-explorer');
+  const small = [];
+  let right = 0;
+  for (const node of root.querySelectorAll('button, input, select, textarea')) {
+    const box = node.getBoundingClientRect();
+    if (!box.width || node.closest('.live__heads-wrap, .attn-explorer__heatmap-wrap')) continue;
+    right = Math.max(right, box.right);
+    if (box.width < 24 || box.height < 24) {
+      small.push(`${node.id || node.className} ${box.width}x${box.height}`);
+    }
+  }
+  const heads = [...root.querySelectorAll('.live__head')].map((b) => b.getBoundingClientRect());
+  return {
+    right, width: document.documentElement.clientWidth,
+    scroll: document.documentElement.scrollWidth,
+    small, smallestHead: Math.min(...heads.map((b) => Math.min(b.width, b.height))),
+  };
+}"""
+
+
+def test_live_controls_fit_a_phone(live_tab: Any, site_url: str, built_site: Path) -> None:
+    """At 390 x 844 nothing overflows sideways and every control is a 24 x 24 px tap target."""
+    context = live_tab.context.browser.new_context(
+        viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True
+    )
+    tab = context.new_page()
+    tab.goto(site_url + explorer_path(built_site))
+    tab.wait_for_selector("#live-explorer[data-live='idle']")
+    tab.locator("#live-load").click()
+    tab.wait_for_selector("#live-explorer[data-live='ready']", timeout=120_000)
+    tab.wait_for_selector("#live-tokens .attn-explorer__token", timeout=60_000)
+    assert "MB of memory in its worker" in tab.locator("#live-memory").inner_text()
+    layout = tab.evaluate(LAYOUT_JS)
+    assert layout["scroll"] <= layout["width"] and layout["right"] <= layout["width"], layout
+    assert not layout["small"], layout["small"]
+    assert layout["smallestHead"] >= 24, layout
+    context.close()
 
 
 class _SubpathHandler(SimpleHTTPRequestHandler):

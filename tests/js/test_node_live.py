@@ -160,7 +160,8 @@ const forward = LlamaModel.prototype.forward.toString();
 console.log(JSON.stringify({
   config: LlamaConfig.defaults,
   generate: GENERATE_DEFAULTS,
-  return_attention: /return_attention = undefined/.test(forward) && /checkBool\\("return_attention", return_attention, false\\)/.test(forward),
+  return_attention: /return_attention = undefined/.test(forward)
+    && /checkBool\\("return_attention", return_attention, false\\)/.test(forward),
   scores: Object.keys(scores).filter((name) => name.endsWith("_scores")).sort(),
 }));
 """
@@ -186,7 +187,8 @@ def test_javascript_and_python_use_the_same_names_and_defaults() -> None:
     assert js["config"] == python_config
     generate = inspect.signature(LlamaModel.generate).parameters
     assert js["generate"] == {
-        name: generate[name].default for name in ("temperature", "top_k", "top_p", "seed", "stop_at_eos")
+        name: generate[name].default
+        for name in ("temperature", "top_k", "top_p", "seed", "stop_at_eos")
     }
     assert inspect.signature(LlamaModel.forward).parameters["return_attention"].default is False
     assert js["return_attention"] is True  # defaults to false in JavaScript too

@@ -90,6 +90,8 @@ let RELAXED = false;
 function madd(acc, a, b) {
   return RELAXED ? code(a, b, acc, [0xfd, 0x85, 0x02]) : code(acc, a, b, op.f32x4_mul, op.f32x4_add);
 }
+// v128.load at a constant byte offset from the address on the stack.
+const vload = (offset) => [0xfd, 0x00, 2].concat(uleb(offset));
 function incr(local, n) { return code(op.get(local), op.i32(n), op.add, op.set(local)); }
 
 // --- matmul(x, T, cols, W, rows, out) --------------------------------------------------
@@ -186,7 +188,7 @@ function halfAt(offset) { // half[u16 at src + offset] as f32
 function widenStore(offset, signed, withMinimum) {
   let to16 = signed ? [op.i16_low_s, op.i16_high_s] : [op.i16_low_u, op.i16_high_u];
   let to32 = signed ? [op.i32_low_s, op.i32_high_s] : [op.i32_low_u, op.i32_high_u];
-  let toFloat = signed ? op.f32x4_from_i32 : op.f32x4_from_u32;
+  const toFloat = op.f32x4_from_i32; // exact for bytes; the unsigned conversion is slow on x86
   let out = [];
   for (let half = 0; half < 2; half++) {
     out.push(op.get(BYTES), to16[half], op.set(HALF16));
@@ -240,13 +242,13 @@ function mHalfAt(offset) { // half[u16 at src + offset] as f32
 function widenDot(xOffset, signed) {
   const to16 = signed ? [op.i16_low_s, op.i16_high_s] : [op.i16_low_u, op.i16_high_u];
   const to32 = signed ? [op.i32_low_s, op.i32_high_s] : [op.i32_low_u, op.i32_high_u];
-  const toFloat = signed ? op.f32x4_from_i32 : op.f32x4_from_u32;
+  const toFloat = op.f32x4_from_i32; // exact for bytes either way; the unsigned conversion is slow on x86
   const out = [];
   for (let half = 0; half < 2; half++) {
     out.push(op.get(MBYTES), to16[half], op.set(MHALF16));
     for (let quarter = 0; quarter < 2; quarter++) {
       out.push(madd(op.get(BV), [op.get(MHALF16), to32[quarter], toFloat],
-        [op.get(XP), op.i32(4 * (xOffset + 8 * half + 4 * quarter)), op.add, op.v128_load]), op.set(BV));
+        [op.get(XP), vload(4 * (xOffset + 8 * half + 4 * quarter))]), op.set(BV));
     }
   }
   return code(out);

@@ -31,6 +31,7 @@ export class LlamaConfig {
     qk_norm: false,
     tie_word_embeddings: true,
     rope_scaling: null,
+    sliding_window: null,
   });
 
   constructor(fields = {}) {

@@ -70,7 +70,7 @@ function buildView(root, live) {
   v.generateTiming = el("p", { className: "live__timing", id: "live-generate-timing" });
   const generation = el("div", { className: "live__box" }, [
     el("h3", { text: "Generate" }),
-    el("p", { text: "The model continues your text one token at a time, reading each new token through its KV cache; the maps above grow a row per token." }),
+    el("p", { text: "The model continues your text one token at a time, reading each new token through its KV cache; the maps below grow a row per token." }),
     el("div", { className: "live__fields" }, [v.newTokens.box, v.temperature.box, v.topK.box, v.topP.box, v.seed.box]),
     v.chatBox,
     el("div", { className: "live__buttons" }, [v.generateButton, v.stopButton]),
@@ -115,10 +115,12 @@ function buildView(root, live) {
     v.scoreOut,
   ]);
   v.timing = el("p", { className: "live__timing", id: "live-timing" });
+  v.memory = el("p", { className: "live__timing", id: "live-memory" });
 
   v.view = el("div", { className: "live__view", hidden: "" }, [
-    v.tokens, controls, v.captionAndBars[0], v.captionAndBars[1], tableWrap, prediction, generation, overview, experiments, v.timing,
+    v.tokens, controls, v.captionAndBars[0], v.captionAndBars[1], tableWrap, prediction, overview, experiments, v.timing, v.memory,
   ]);
+  v.form.appendChild(generation); // above the maps, so that Stop stays put while they grow
   root.textContent = "";
   for (const node of [v.intro, v.form, v.view]) root.appendChild(node);
   return v;
@@ -284,8 +286,10 @@ function build(root) {
       v.head.input.max = String(info.num_heads - 1);
       v.textArea.value = state.text;
       state.idsSetDirectly = Boolean(state.ids && state.ids.length);
-      setStatus(`${info.name} ready (${info.fromCache ? "from this browser's cache" : "downloaded"}, ${Math.round(info.loadMs)} ms; ` +
-        `${Math.round(info.memory_bytes / MB)} MB of memory in its worker).`);
+      setStatus(`${info.name} ready (${info.fromCache ? "from this browser's cache" : "downloaded"}, ${Math.round(info.loadMs)} ms).`);
+      v.memory.textContent = `The model: ${info.name} (${info.architecture}, ${info.num_layers} layers of ` +
+        `${info.num_heads} heads), a ${Math.round(info.bytes / MB)} MB file; ${Math.round(info.memory_bytes / MB)} MB ` +
+        "of memory in its worker, the weights kept quantised as in the file.";
       root.dataset.live = "ready";
       await update();
     } catch (error) {
