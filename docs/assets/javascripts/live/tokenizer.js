@@ -32,12 +32,27 @@ export function splitDigits(text) {
 
 const gpt2Words = (text) => text.match(GPT2_PATTERN) || [];
 
+// Llama 3's pattern ("llama-bpe") and Qwen2's ("qwen2": one digit at a time), as
+// attnlab.llama's PRE_TOKENIZERS writes them for tokenizers' Oniguruma: (?i:'s|...)
+// spelled out (ſ folds to s), \s as Unicode's White_Space.
+const contractions = "'(?:[sSſ]|[tT]|[rR][eE]|[vV][eE]|[mM]|[lL][lL]|[dD])";
+const bpeWords = (numbers) => {
+  const pattern = new RegExp(
+    `${contractions}|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|${numbers}| ?[^\\p{White_Space}\\p{L}\\p{N}]+[\\r\\n]*` +
+      "|\\p{White_Space}*[\\r\\n]+|\\p{White_Space}+(?![^\\p{White_Space}])|\\p{White_Space}+",
+    "gu"
+  );
+  return (text) => text.match(pattern) || [];
+};
+
 // tokenizer.ggml.pre -> text -> words (before the byte alphabet). Another family's
 // tokenizer is one more entry here.
 export const PRE_TOKENIZERS = {
   smollm: (text) => splitDigits(text).flatMap(gpt2Words),
   "gpt-2": gpt2Words,
   default: gpt2Words,
+  "llama-bpe": bpeWords("\\p{N}{1,3}"),
+  qwen2: bpeWords("\\p{N}"),
 };
 
 // GPT-2's byte alphabet: printable bytes stand for themselves, the others are

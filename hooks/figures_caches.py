@@ -1,0 +1,134 @@
+"""Figures of the chapter on paged, split and compressed caches (llm/compressed-and-paged-caches).
+
+Each is registered with ``@figure`` (``hooks/figure_registry.py``) and drawn by the
+figures hook (``hooks/figures.py``).
+"""
+
+from __future__ import annotations
+
+import diagrams
+from figure_registry import figure
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+#: The block formats of the recorded run, densest first.
+FORMATS = ("q8_0", "q4_1", "q4_0")
+
+
+@figure("cache-formats")
+def cache_formats() -> Figure:
+    """SmolLM2's loss change with keys only, values only or both quantised, per format.
+
+    From the recorded run (``attnlab.bench.load_results("cache_formats")``): the mean
+    loss on tokens 256..1023 of the long text against the float32 cache's.
+    """
+    from attnlab.bench import load_results
+
+    results = load_results("cache_formats")
+    rows = {(r["keys"], r["values"]): r["mean_loss"] for r in results["rows"]}
+    base = rows[None, None]
+    fig = Figure(figsize=(8.0, 3.8), layout="constrained")
+    ax = fig.add_subplot()
+    settings = [
+        ("keys only", lambda f: (f, None), "//"),
+        ("values only", lambda f: (None, f), ""),
+        ("keys and values", lambda f: (f, f), ".."),
+    ]
+    height = 0.26
+    for i, (name, pair, hatch) in enumerate(settings):
+        changes = [rows[pair(fmt)] - base for fmt in FORMATS]
+        ys = [k + (i - 1) * height for k in range(len(FORMATS))]
+        ax.barh(ys, changes, height=height * 0.9, label=name, hatch=hatch)
+        for y, change in zip(ys, changes, strict=True):  # labels right of the bar or of 0
+            ax.text(max(change, 0) + 0.001, y, f"{change:+.3f}", va="center")
+    ax.set_yticks(range(len(FORMATS)), [f"{fmt} cache" for fmt in FORMATS])
+    ax.invert_yaxis()
+    ax.set_xlabel("loss change against the float32 cache (nats)")
+    ax.set_xlim(-0.004, max(rows.values()) - base + 0.025)
+    ax.axvline(0, color=diagrams.text_colour(), linewidth=0.8)
+    ax.legend(loc="upper right")
+    return fig
+
+
+@figure("paged-cache", diagram=True)
+def paged_cache() -> Figure:
+    """Two sequences sharing a prefix in a pool of blocks of 4 positions, as the chapter's run.
+
+    A 7-token prefix, then " lit the lamp." (4 tokens) for the first sequence and
+    " fell asleep" (2 tokens) for the second: block 0 is shared, block 1 (the prefix's
+    part-filled block) was copied to block 2 before the first sequence wrote into it.
+    """
+    fig, ax = diagrams.canvas(8.0, 4.4)
+    ink = diagrams.text_colour()
+    size = 4  # positions per block
+    # block id -> (owner, label of each position; "" = empty)
+    pool = {
+        0: ("shared", ["P0", "P1", "P2", "P3"]),
+        1: ("second", ["P4", "P5", "P6", "b0"]),
+        2: ("first", ["P4", "P5", "P6", "a0"]),
+        3: ("first", ["a1", "a2", "a3", ""]),
+        4: ("second", ["b1", "", "", ""]),
+    }
+    roles = {"shared": "weights", "first": "keys", "second": "values"}
+    x0, y0, cell = 0.4, 0.4, 0.9
+    for block, (owner, labels) in pool.items():
+        y = y0 + (len(pool) - 1 - block) * 1.1
+        ax.text(
+            x0 - 0.1,
+            y + cell / 2,
+            f"block {block}",
+            ha="right",
+            va="center",
+            color=ink,
+            fontsize=13,
+        )
+        for j in range(size):
+            filled = bool(labels[j])
+            colour = diagrams.tint(roles[owner]) if filled else "none"
+            ax.add_patch(
+                Rectangle((x0 + j * cell, y), cell, cell, facecolor=colour, edgecolor=ink, lw=1.0)
+            )
+            ax.text(
+                x0 + (j + 0.5) * cell,
+                y + cell / 2,
+                labels[j],
+                ha="center",
+                va="center",
+                color=ink,
+                fontsize=13,
+            )
+    key = [
+        ("shared", "prefix (P), 2 references", None, 5.0),
+        ("first", "first: + ' lit the lamp.' (a)", "[0, 2, 3]", 3.7),
+        ("second", "second: + ' fell asleep' (b)", "[0, 1, 4]", 2.3),
+    ]
+    for owner, name, table, y in key:
+        ax.add_patch(
+            Rectangle(
+                (4.6, y - 0.25), 0.5, 0.5, facecolor=diagrams.tint(roles[owner]), edgecolor=ink
+            )
+        )
+        ax.text(5.3, y, name, ha="left", va="center", color=ink, fontsize=13)
+        if table is not None:
+            ax.text(
+                5.3,
+                y - 0.7,
+                f"block table {table}",
+                ha="left",
+                va="center",
+                color=ink,
+                fontsize=13,
+                family="monospace",
+            )
+    ax.text(
+        4.6,
+        0.5,
+        "block 1 was copied to block 2\nbefore the first wrote into it",
+        ha="left",
+        va="center",
+        color=ink,
+        fontsize=12,
+    )
+    ax.set_xlim(-1.4, 10.6)
+    ax.set_ylim(0.0, y0 + len(pool) * 1.1 + 0.2)
+    return fig

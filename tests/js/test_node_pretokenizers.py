@@ -1,0 +1,77 @@
+"""The page's pre-tokenisers of other families against attnlab.llama's tokenizer.
+
+SmolLM2's vocabulary and merges with the pre-tokeniser names of Llama 3 (``llama-bpe``),
+Qwen2 (``qwen2``) and GPT-2 (``gpt-2``): the Python tokenizer's ids (itself tested against
+transformers' GGUF tokenizer in tests/llama/test_llama_gguf_tokenizers.py) are what
+tests/js/pretokenizers.test.mjs expects from the page's tokenizer on varied text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+PRES = ("llama-bpe", "qwen2", "gpt-2")
+# contractions in any case (and the long s, which folds to s), digit runs, every kind
+# of line break and Unicode space, punctuation runs before newlines, non-Latin scripts
+TEXTS = [
+    "The capital of France is",
+    "I'm sure you'll see THEY'VE left; WE'RE done, it'ſ DON'T 'Sounds it'ſtill I'Ll",
+    "a 1, 22, 333, 4444 and 1234567 or 3.14159",
+    "x = 12345 + 3.14\n\tdef f(a, b):\r\n        return a*b  \n\n",
+    "Héllo wörld — naïve café, 東京タワー 😀 ٣٤ ¼ Ⅻ",
+    "nbsp\u00a0here,\u2003em\u3000ideographic \u2028line\u2029para",
+    "!!!\n\n???\r\n... ;;\n  end   ",
+    "<|im_start|>user\nHi!<|im_end|>\n",
+]
+
+
+def reference_data() -> list[dict[str, object]]:
+    """The Python tokenizer's ids and words (texts without special tokens) per
+    pre-tokeniser and text."""
+    gguf = pytest.importorskip("gguf", reason="the llm extra is not installed")
+    from attnlab.llama import Tokenizer, smollm2_path
+
+    fields = gguf.GGUFReader(str(smollm2_path())).fields
+    tokens = fields["tokenizer.ggml.tokens"].contents()
+    merges = fields["tokenizer.ggml.merges"].contents()
+    types = fields["tokenizer.ggml.token_type"].contents()
+    special = [i for i, kind in enumerate(types) if kind == 3]
+    cases = []
+    for pre in PRES:
+        tokenizer = Tokenizer(tokens, merges, special, 1, 2, pre=pre)
+        split = tokenizer._backend.pre_tokenizer.pre_tokenize_str  # words, byte-spelled
+        for text in TEXTS:
+            pieces = [] if "<|" in text else [word for word, _ in split(text)]
+            cases.append({"pre": pre, "text": text, "ids": tokenizer.encode(text), "words": pieces})
+    return cases
+
+
+def test_page_pre_tokenisers_equal_the_package(tmp_path: Path) -> None:
+    """``node --test tests/js/pretokenizers.test.mjs`` passes for each pre-tokeniser."""
+    node = shutil.which("node")
+    if node is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("node is required in CI")
+        pytest.skip("node is not installed")
+    from attnlab.llama import smollm2_path
+
+    reference = tmp_path / "pre.json"
+    reference.write_text(json.dumps(reference_data()), encoding="utf-8")
+    env = {**os.environ, "LIVE_GGUF": str(smollm2_path()), "PRE_REFERENCE": str(reference)}
+    result = subprocess.run(
+        [node, "--test", str(HERE / "pretokenizers.test.mjs")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "# fail 0" in result.stdout
