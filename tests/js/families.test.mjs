@@ -15,6 +15,7 @@ const load = (name) => import(path.join(LIVE, name));
 const { readGguf } = await load("gguf.js");
 const { familyOf } = await load("families/index.js");
 const { LlamaModel, JsKernels } = await load("model.js");
+const { Engine } = await load("engine.js");
 
 const reference = JSON.parse(fs.readFileSync(process.env.FAMILIES_REFERENCE, "utf-8"));
 
@@ -39,6 +40,20 @@ for (const ref of reference.cases) {
     console.log(`${path.basename(ref.file)}: logits ${logitsDiff.toExponential(2)}, attention ${attentionDiff.toExponential(2)}`);
     assert.ok(logitsDiff <= 1e-3, `logits differ by ${logitsDiff}`);
     assert.ok(attentionDiff <= 1e-4, `attention differs by ${attentionDiff}`);
+  });
+}
+
+for (const ref of reference.cases) {
+  test(`${path.basename(ref.file)}: the page's engine (WebAssembly kernels, the file's tokenizer) too`, () => {
+    const engine = Engine.fromBytes(new Uint8Array(fs.readFileSync(ref.file)));
+    assert.equal(engine.architecture, ref.architecture);
+    const { logits, attention } = engine.model.forward(ref.ids, { return_attention: true });
+    const logitsDiff = maxAbsDiff(logits, ref.logits);
+    const attentionDiff = maxAbsDiff(attention, ref.attention);
+    console.log(`${path.basename(ref.file)} (${engine.kernelsName}): logits ${logitsDiff.toExponential(2)}, attention ${attentionDiff.toExponential(2)}`);
+    assert.ok(logitsDiff <= 1e-3, `logits differ by ${logitsDiff}`);
+    assert.ok(attentionDiff <= 1e-4, `attention differs by ${attentionDiff}`);
+    assert.equal(engine.tokenizer.decode(engine.tokenizer.encode("AB=C!")), "AB=C!");
   });
 }
 

@@ -37,8 +37,10 @@ SIZES = {
     "qwen3": {"num_heads": 4, "num_kv_heads": 2, "head_dim": 128},
 }
 D_MODEL, FFN_DIM, NUM_LAYERS, VOCAB = 256, 256, 2, 64
-# GPT-2's byte alphabet for bytes 0x21 .. 0x60: printable ASCII, one token each
-TOKENS = [chr(b) for b in range(0x21, 0x21 + VOCAB)]
+# GPT-2's byte alphabet for bytes 0x21 .. 0x5F (printable ASCII, one token each), and
+# one merged token (real files always carry merges)
+TOKENS = [chr(b) for b in range(0x21, 0x20 + VOCAB)] + ["AB"]
+MERGES = ["A B"]
 
 
 def random_weights(rng: np.random.Generator, type_name: str, rows: int, cols: int) -> np.ndarray:
@@ -99,7 +101,7 @@ def write_random_gguf(
     writer.add_tokenizer_pre(pre)
     writer.add_token_list(TOKENS)
     writer.add_token_types([1] * VOCAB)
-    writer.add_token_merges([])
+    writer.add_token_merges(MERGES)
     writer.add_bos_token_id(0)
     writer.add_eos_token_id(1)
 

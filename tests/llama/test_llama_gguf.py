@@ -86,6 +86,7 @@ def test_load_gguf_reads_the_tokenizer_of_the_file(files: dict[Any, Path]) -> No
     _, tokenizer = load_gguf(files["qwen2", True])
     assert tokenizer.tokens == TOKENS and tokenizer.eos_token_id == 1
     assert tokenizer.pre == "gpt-2"
+    assert tokenizer.tokenize("CAB=") == ["C", "AB", "="]  # the file's one merge
     assert tokenizer.decode(tokenizer.encode("AB=C!")) == "AB=C!"
 
 
