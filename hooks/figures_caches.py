@@ -29,14 +29,15 @@ def cache_formats() -> Figure:
     base = rows[None, None]
     fig = Figure(figsize=(8.0, 3.8), layout="constrained")
     ax = fig.add_subplot()
-    settings = [
-        ("keys only", lambda f: (f, None), "//"),
-        ("values only", lambda f: (None, f), ""),
-        ("keys and values", lambda f: (f, f), ".."),
+    settings = [  # (label, keys quantised, values quantised, hatch)
+        ("keys only", True, False, "//"),
+        ("values only", False, True, ""),
+        ("keys and values", True, True, ".."),
     ]
     height = 0.26
-    for i, (name, pair, hatch) in enumerate(settings):
-        changes = [rows[pair(fmt)] - base for fmt in FORMATS]
+    for i, (name, on_keys, on_values, hatch) in enumerate(settings):
+        pairs = [(fmt if on_keys else None, fmt if on_values else None) for fmt in FORMATS]
+        changes = [rows[pair] - base for pair in pairs]
         ys = [k + (i - 1) * height for k in range(len(FORMATS))]
         ax.barh(ys, changes, height=height * 0.9, label=name, hatch=hatch)
         for y, change in zip(ys, changes, strict=True):  # labels right of the bar or of 0
