@@ -16,7 +16,7 @@ choose its parts, as torchtune's one ``MultiHeadAttention`` takes its projection
   ``attn_mask`` and ``key_padding_mask`` (padding);
 * a cache ([`Cache`][attnlab.Cache]), passed with each call.
 
-Shapes and mask polarity follow the package's legend ([`attnlab`][attnlab]).
+Shapes and mask polarity follow the package docstring's legend.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from ._validation import (
     check_same_device,
     format_shape,
 )
-from .backends import Backend, check_backend, run_kernel
-from .functional import AttentionCall, attention_kernel
+from .backends import KERNELS, Backend, check_backend
+from .functional import AttentionCall, explicit_attention
 from .kv_cache import Cache
 from .masks import causal_mask, combine_masks, decoder_mask, padding_to_attn_mask
 from .positions import Positions
@@ -472,6 +472,14 @@ class AttentionHeads(nn.Module):
             attn_weights = attn_weights.mean(dim=-3)  # (B, H, L, S) -> (B, L, S)
         return AttentionOutput(output, attn_weights)
 
+    def extra_repr(self) -> str:
+        """Heads, widths, the mask rule and backend, shown by ``print(module)``."""
+        return (
+            f"num_heads={self.num_heads}, num_kv_heads={self.num_kv_heads}, "
+            f"head_dim={self.head_dim}, value_head_dim={self.value_head_dim}, "
+            f"mask={self.mask}, backend={self.backend!r}"
+        )
+
     def _mask(
         self,
         L: int,
@@ -539,8 +547,8 @@ class AttentionHeads(nn.Module):
             group=queries.shape[-3] // keys.shape[-3],  # query heads per key/value head
         )
         if need_weights:  # per query head (grouped heads repeated)
-            return attention_kernel(queries, keys, values, call)
-        return run_kernel(queries, keys, values, call, self.backend), None
+            return explicit_attention(queries, keys, values, call)
+        return KERNELS[self.backend](queries, keys, values, call), None
 
     def _check_cache(self, cache: object) -> int:
         """Check ``cache`` (``None`` or a Cache); the number of positions seen."""

@@ -69,7 +69,7 @@ class ALiBi(Positions):
         """The bias of every head, ``(H, L, S)``, float32."""
         query_pos = torch.arange(S - L, S, device=device)[:, None]  # (L, 1)
         distance = (query_pos - torch.arange(S, device=device)).abs()  # (L, S)
-        return -alibi_slopes(self.num_heads).to(device)[:, None, None] * distance
+        return -distance * alibi_slopes(self.num_heads).to(device)[:, None, None]
 
     def extra_repr(self) -> str:
         """``num_heads``, for ``print(module)``."""

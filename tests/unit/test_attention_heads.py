@@ -22,6 +22,7 @@ from attnlab import (
 )
 
 class_methods_of_the_layer = set(vars(AttentionHeads))
+ALLOWED = {"__init__", "__doc__", "__module__", "__annotations__", "extra_repr"}  # no forward
 
 
 def latent_width_attention() -> AttentionHeads:
@@ -69,7 +70,10 @@ def test_every_layer_is_a_configuration_of_the_one_class() -> None:
     for layer in (MultiHeadAttention, CrossAttention, GroupedQueryAttention):
         assert issubclass(layer, AttentionHeads)
         own = set(vars(layer)) & class_methods_of_the_layer
-        assert own <= {"__init__", "__doc__", "__module__", "__annotations__"}, (layer, own)
+        assert own <= {"__init__", "__doc__", "__module__", "__annotations__", "extra_repr"}, (
+            layer,
+            own,
+        )
 
 
 def test_latent_split_widths_from_parts_equal_a_written_out_reference() -> None:

@@ -162,7 +162,8 @@ def test_absorbed_decoding_equals_naive(
 
 def test_mla_is_a_configuration_and_refuses_by_name() -> None:
     assert not set(vars(MultiHeadLatentAttention)) & (
-        set(vars(AttentionHeads)) - {"__init__", "__doc__", "__module__", "__annotations__"}
+        set(vars(AttentionHeads))
+        - {"__init__", "__doc__", "__module__", "__annotations__", "extra_repr"}
     )
     layer = MultiHeadLatentAttention(24, 2, 10, 4, 6, 5)
     with pytest.raises(ValueError, match=r"x must have shape \(T, d_model\)"):

@@ -10,15 +10,9 @@ The pieces, in the order a token meets them:
   scores them out).
 
 The attention is [`GroupedQueryAttention`][attnlab.GroupedQueryAttention], every layer
-sharing the model's one rotary part, with a cache per layer, as the earlier chapters
-built it; its ``need_weights`` and ``ablate_heads`` keywords are the two ways to look
-inside (each query head's weights, heads switched off).
-
-Shape legend: ``B`` batch, ``T`` new tokens, ``S`` keys (cached ones included),
-``H`` query heads, ``Hkv`` key/value heads, ``D`` head width, ``V`` vocabulary size.
-Token ids are ``int64`` of shape ``(T,)`` or ``(B, T)``; a 1-D input gives outputs
-without the batch axis only where documented (``generate``); ``forward`` always
-returns a batch axis.
+sharing the model's one rotary part, with a cache per layer; its ``need_weights`` and
+``ablate_heads`` keywords are the two ways to look inside. Shapes follow the package's
+legend, with ``V`` the vocabulary; ``forward`` always returns a batch axis.
 """
 
 from __future__ import annotations
@@ -115,13 +109,6 @@ class RMSNorm(nn.Module):
     """Root-mean-square normalisation: ``weight * x / sqrt(mean(x**2) + eps)``.
 
     LayerNorm without the mean subtraction and the bias; computed in float32.
-
-    Args:
-        d_model: Width of the vectors.
-        eps: Added under the square root.
-
-    Shape:
-        x: ``(..., d_model)``; output: the same.
     """
 
     def __init__(self, d_model: int, eps: float = 1e-5) -> None:
@@ -138,15 +125,7 @@ class RMSNorm(nn.Module):
 
 
 class SwiGLU(nn.Module):
-    """Llama's feed-forward: ``down(silu(gate(x)) * up(x))``.
-
-    Args:
-        d_model: Width of the tokens.
-        ffn_dim: Hidden width.
-
-    Shape:
-        x: ``(..., d_model)``; output: the same.
-    """
+    """Llama's feed-forward: ``down(silu(gate(x)) * up(x))``, hidden width ``ffn_dim``."""
 
     def __init__(self, d_model: int, ffn_dim: int) -> None:
         super().__init__()
@@ -251,13 +230,7 @@ class LlamaModel(nn.Module):
     ``model.generate(input_ids, max_new_tokens=N)`` continues the text through one
     [`KVCache`][attnlab.KVCache] per layer.
 
-    Args:
-        config: The sizes; [`load_smollm2`][attnlab.llama.load_smollm2] builds one
-            with trained weights.
-
-    Shape:
-        input_ids: ``(T,)`` or ``(B, T)``, int64; logits: ``(B, T, V)`` (``B = 1`` for
-        1-D input); attention: ``num_layers`` tensors of ``(B, H, T, S)``.
+    [`load_smollm2`][attnlab.llama.load_smollm2] builds one with trained weights.
     """
 
     def __init__(self, config: LlamaConfig) -> None:
@@ -306,18 +279,13 @@ class LlamaModel(nn.Module):
                 count from each row's start, pads included, as in transformers'
                 forward: with rotary positions only distances matter, so a row's real
                 tokens get what they would unpadded (to rounding), left or right padded.
-            return_attention: Also return each layer's attention weights.
+            return_attention: Also return each layer's attention weights, as a
+                [`LlamaOutput`][attnlab.llama.LlamaOutput] ``(logits, attention)``.
             ablate: ``{layer: [head, ...]}``: zero those query heads' context vectors
                 (before the output projection) in those layers.
 
         Returns:
-            ``logits``, or a [`LlamaOutput`][attnlab.llama.LlamaOutput]
-            ``(logits, attention)`` with ``return_attention``.
-
-        Shape:
-            input_ids: ``(T,)`` or ``(B, T)``; attention_mask: ``(B, S)`` (or ``(S,)``
-            with 1-D ids), ``S = past + T``; logits: ``(B, T, V)``; attention:
-            a list of ``num_layers`` tensors ``(B, H, T, S)``.
+            ``logits`` ``(B, T, V)``; ``attention``: one ``(B, H, T, S)`` per layer.
         """
         ids = self.check_ids("input_ids", input_ids)
         check_bool("return_attention", return_attention)
@@ -391,16 +359,8 @@ class LlamaModel(nn.Module):
                 that ended earlier is padded with it.
 
         Returns:
-            The prompt (as given) followed by the new tokens.
-
-        Raises:
-            TypeError: An argument of the wrong type (a ``"False"`` string for a flag).
-            ValueError: A value out of range: a NaN or negative temperature, ``top_k``
-                or ``top_p`` with greedy decoding, a seed outside ``0 .. 2**64 - 1``.
-
-        Shape:
-            input_ids: ``(T,)`` or ``(B, T)``; attention_mask: the same; output:
-            ``(T + N,)`` or ``(B, T + N)`` with ``N <= max_new_tokens``.
+            The prompt (as given) followed by the new tokens: ``(T + N,)`` or
+            ``(B, T + N)``, ``N <= max_new_tokens``.
         """
         ids = self.check_ids("input_ids", input_ids)
         max_new_tokens = check_length("max_new_tokens", max_new_tokens)
