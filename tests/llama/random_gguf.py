@@ -73,19 +73,22 @@ def write_random_gguf(
     name_architecture: str | None = None,
     extra: tuple[str, ...] = (),
     leave_out: tuple[str, ...] = (),
+    rope_freqs: np.ndarray | None = None,
+    context_length: int = 128,
 ) -> Path:
     """Write a random 2-layer model of ``architecture`` to ``path``; return ``path``.
 
     For the refusals: ``name_architecture`` writes another ``general.architecture``
     (and its keys) over the same tensors; ``extra`` adds 1-D tensors of those names;
-    ``leave_out`` drops the tensors of those names.
+    ``leave_out`` drops the tensors of those names. ``rope_freqs``: Llama 3.1's
+    rotary factors, written as ``rope_freqs.weight``.
     """
     rng = np.random.default_rng(seed)
     sizes = SIZES[architecture]
     H, Hkv, D = sizes["num_heads"], sizes["num_kv_heads"], sizes["head_dim"]
     writer = gguf.GGUFWriter(str(path), name_architecture or architecture)
     writer.add_block_count(NUM_LAYERS)
-    writer.add_context_length(128)
+    writer.add_context_length(context_length)
     writer.add_embedding_length(D_MODEL)
     writer.add_feed_forward_length(FFN_DIM)
     writer.add_head_count(H)
@@ -120,6 +123,8 @@ def write_random_gguf(
 
     for name in extra:
         vector(name, D // 2)
+    if rope_freqs is not None:
+        writer.add_tensor("rope_freqs.weight", rope_freqs.astype(np.float32))
 
     matrix("token_embd.weight", VOCAB, D_MODEL)
     for i in range(NUM_LAYERS):

@@ -8,6 +8,8 @@ rotary un-permutation), eager attention, float32.
 
 from __future__ import annotations
 
+import copy
+import math
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ import pytest
 import torch
 from random_gguf import TOKENS, TYPES, write_random_gguf
 
+from attnlab import Llama3Scaling
 from attnlab.llama import SUPPORTED_TYPES, Tokenizer, load_gguf
 
 gguf = pytest.importorskip("gguf", reason="the llm extra is not installed")
@@ -125,7 +128,7 @@ def refused(tmp_path: Path, **options: Any) -> Path:
         ({"tokenizer_model": "bert"}, r"tokenizer.ggml.model must be 'gpt2' .* got 'bert'"),
         ({"tokenizer_model": "llama"}, "SentencePiece tokenizer lacks tokenizer.ggml.scores"),
         ({"pre": "falcon"}, "tokenizer.ggml.pre 'falcon' is not a pre-tokeniser"),
-        ({"extra": ("rope_freqs.weight",)}, r"rotary scaling \(rope_freqs\)"),
+        ({"extra": ("rope_freqs.weight",)}, "rope_freqs.weight are not Llama 3.1's rotary"),
         ({"extra": ("blk.0.attn_q.bias",)}, "tensor.* the llama family does not use.*attn_q.bias"),
         ({"leave_out": ("blk.1.ffn_up.weight",)}, "lacks 1 tensor.*blk.1.ffn_up.weight"),
     ],
@@ -166,3 +169,54 @@ def test_k_quant_bytes_round_trip_through_the_file(tmp_path: Path) -> None:
     stored = {t.name: t for t in reader.tensors}["blk.0.ffn_down.weight"]
     expected = dequantize(np.asarray(stored.data), stored.tensor_type)
     assert np.array_equal(tensors["blk.0.ffn_down.weight"].numpy(), expected.reshape(256, 256))
+
+
+def converter_factors(factor: float, head_dim: int, theta: float) -> np.ndarray:
+    """llama.cpp's convert_hf_to_gguf.py for Llama 3.1's scaling (low_freq_factor 1,
+    high_freq_factor 4, 8192 positions), written out: each pair's frequency's divisor."""
+    freqs = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+    low_wavelen, high_wavelen = 8192 / 1.0, 8192 / 4.0
+    factors = []
+    for freq in freqs.tolist():
+        wavelen = 2 * math.pi / freq
+        if wavelen < high_wavelen:
+            factors.append(1.0)
+        elif wavelen > low_wavelen:
+            factors.append(factor)
+        else:
+            smooth = (8192 / wavelen - 1.0) / (4.0 - 1.0)
+            factors.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(factors, dtype=np.float32)
+
+
+def test_llama_31_rotary_scaling_equals_transformers_llama3_rope(tmp_path: Path) -> None:
+    """A file with rope_freqs.weight (Llama 3.1 to 3.3) = transformers' Llama with
+    rope_type "llama3" and the same weights, over 300 positions (where it matters)."""
+    factors = converter_factors(32.0, 64, 10000.0)
+    assert factors.min() > 1.0 or factors.max() == 32.0  # some pairs scaled
+    path = write_random_gguf(
+        tmp_path / "llama31.gguf", "llama", seed=7, rope_freqs=factors, context_length=512
+    )
+    model, _ = load_gguf(path)
+    assert model.config.rope_scaling == Llama3Scaling(32.0)
+    unscaled = hf_model(path)  # transformers' GGUF loader reads no rope_freqs
+    config = copy.deepcopy(unscaled.config)
+    config.rope_parameters = {
+        "rope_type": "llama3",
+        "rope_theta": 10000.0,
+        "factor": 32.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+    }
+    reference = type(unscaled)(config).eval()
+    reference.load_state_dict(unscaled.state_dict())
+    ids = torch.randint(0, 64, (1, 300), generator=torch.Generator().manual_seed(1))
+    logits, attention = model(ids, return_attention=True)
+    with torch.no_grad():
+        expected = reference(ids, output_attentions=True)
+        plain = unscaled(ids).logits
+    torch.testing.assert_close(logits, expected.logits, atol=1e-3, rtol=0)
+    for ours, theirs in zip(attention, expected.attentions, strict=True):
+        torch.testing.assert_close(ours, theirs, atol=1e-4, rtol=0)
+    assert (logits - plain).abs().max() > 1e-2  # the scaling changed the result

@@ -121,9 +121,7 @@ def read_gguf(path: Path | str) -> tuple[LlamaConfig, dict[str, Tensor], Any]:
 
     reader = _open(path)
     metadata = _Metadata(reader.fields)
-    architecture = metadata.get("general.architecture")
-    names = {t.name for t in reader.tensors}
-    config = family(architecture).config_from_gguf(metadata, names)
+    chosen = family(metadata.get("general.architecture"))
     for t in reader.tensors:
         if t.tensor_type.name not in SUPPORTED_TYPES:
             raise ValueError(
@@ -135,7 +133,7 @@ def read_gguf(path: Path | str) -> tuple[LlamaConfig, dict[str, Tensor], Any]:
         array = dequantize(t.data, t.tensor_type)  # float32 (numpy)
         array = array.reshape(t.shape[::-1].tolist())  # GGUF lists dims innermost first
         tensors[t.name] = torch.from_numpy(array if array.flags.writeable else array.copy())
-    return config, tensors, reader
+    return chosen.config_from_gguf(metadata, tensors), tensors, reader
 
 
 def load_gguf(path: Path | str) -> tuple[LlamaModel, Tokenizer]:

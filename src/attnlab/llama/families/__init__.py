@@ -3,7 +3,7 @@
 Each family module ([`llama`][attnlab.llama.families.llama],
 [`qwen2`][attnlab.llama.families.qwen2], [`qwen3`][attnlab.llama.families.qwen3])
 holds what is particular to it and nothing else: ``ARCHITECTURE`` (the file's
-``general.architecture``), ``config_from_gguf(metadata, tensor_names)`` giving a
+``general.architecture``), ``config_from_gguf(metadata, tensors)`` giving a
 [`LlamaConfig`][attnlab.llama.LlamaConfig], and ``state_dict(config, tensors)`` giving
 the GGUF tensors under [`LlamaModel`][attnlab.llama.LlamaModel]'s parameter names. The
 model knows no GGUF name; [`load_gguf`][attnlab.llama.load_gguf] picks the family.

@@ -4,7 +4,9 @@ Its config comes from the ``llama.*`` metadata keys, its tensors from llama.cpp'
 (``token_embd.weight``, ``blk.{i}.attn_q.weight``, ...). One thing needs undoing: llama.cpp
 pairs the rotary coordinates of a head as neighbours, we (and Hugging Face) as halves, so
 the converter stored the query and key rows reordered
-([`unpermute_rotary_rows`][attnlab.llama.unpermute_rotary_rows]).
+([`unpermute_rotary_rows`][attnlab.llama.unpermute_rotary_rows]). Llama 3.1 to 3.3 files
+carry their rotary scaling as a tensor of factors (``rope_freqs.weight``), read back into
+a [`Llama3Scaling`][attnlab.Llama3Scaling].
 
 The Qwen families ([`qwen2`][attnlab.llama.families.qwen2],
 [`qwen3`][attnlab.llama.families.qwen3]) are this layout plus their own parts.
@@ -12,14 +14,24 @@ The Qwen families ([`qwen2`][attnlab.llama.families.qwen2],
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import torch
 from torch import Tensor
 
+from ...rope_scaling import Llama3Scaling
 from ..model import LlamaConfig
 
-__all__ = ["ARCHITECTURE", "config_from_gguf", "state_dict", "unpermute_rotary_rows"]
+__all__ = [
+    "ARCHITECTURE",
+    "config_from_gguf",
+    "llama3_factors",
+    "llama3_scaling",
+    "state_dict",
+    "unpermute_rotary_rows",
+]
 
 ARCHITECTURE = "llama"
 
@@ -37,9 +49,8 @@ LAYER_TENSORS = {
 }
 MODEL_TENSORS = {"token_embd.weight": "embed.weight", "output_norm.weight": "norm.weight"}
 OUTPUT = "output.weight"  # the unembedding, present only where it is not tied
-# tensors the model does not use: Llama 3.1+'s rotary scaling factors would change the
-# positions, so a file carrying them is refused rather than read wrongly
-UNSUPPORTED_TENSORS = {"rope_freqs.weight": "Llama 3.1+'s rotary scaling (rope_freqs)"}
+# Llama 3.1 to 3.3: each rotary pair's frequency divided by a factor (llama3 scaling)
+ROPE_FREQS = "rope_freqs.weight"
 
 
 def unpermute_rotary_rows(weight: Tensor, num_heads: int) -> Tensor:
@@ -80,17 +91,57 @@ def unpermute_rotary_rows(weight: Tensor, num_heads: int) -> Tensor:
     return pairs.transpose(1, 2).reshape(weight.shape)  # (H, 2 halves, D/2, d_model)
 
 
+def llama3_factors(scaling: Llama3Scaling, head_dim: int, theta: float) -> Tensor:
+    """The ``rope_freqs.weight`` llama.cpp's converter writes for ``scaling``.
+
+    Each pair's frequency is divided by its factor: 1 for wavelengths shorter than
+    ``original_length / high_freq_factor``, ``factor`` for those longer than
+    ``original_length / low_freq_factor``, a blend between.
+    """
+    s = scaling
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+    factors = []
+    for freq in inv_freq.tolist():
+        wavelen = 2 * math.pi / freq
+        if wavelen < s.original_length / s.high_freq_factor:
+            factors.append(1.0)
+        elif wavelen > s.original_length / s.low_freq_factor:
+            factors.append(s.factor)
+        else:
+            smooth = (s.original_length / wavelen - s.low_freq_factor) / (
+                s.high_freq_factor - s.low_freq_factor
+            )
+            factors.append(1 / ((1 - smooth) / s.factor + smooth))
+    return torch.tensor(factors, dtype=torch.float32)
+
+
+def llama3_scaling(factors: Tensor, head_dim: int, theta: float) -> Llama3Scaling:
+    """The Llama 3.1 scaling whose factors a file's ``rope_freqs.weight`` holds.
+
+    The file keeps the factors, not the parameters: the largest factor is ``factor``,
+    and the others must be what Llama 3.1 to 3.3's parameters give (``low_freq_factor``
+    1, ``high_freq_factor`` 4, trained on 8192 positions), else the file is refused.
+    """
+    scaling = Llama3Scaling(float(factors.max()))
+    expected = llama3_factors(scaling, head_dim, theta)
+    if factors.shape != expected.shape or not torch.allclose(factors, expected, rtol=1e-5):
+        raise ValueError(
+            f"the GGUF file's {ROPE_FREQS} are not Llama 3.1's rotary scaling (factor "
+            f"{scaling.factor:g}, low_freq_factor 1, high_freq_factor 4, 8192 positions), "
+            f"the one attnlab.llama reads"
+        )
+    return scaling
+
+
 def read_config(
-    metadata: Mapping[str, Any], tensor_names: Collection[str], arch: str, **family: Any
+    metadata: Mapping[str, Any], tensors: Mapping[str, Tensor], arch: str, **family: Any
 ) -> LlamaConfig:
     """The config the ``<arch>.*`` keys describe; ``family`` sets the family's own options.
 
     The head width is ``<arch>.attention.key_length`` where the file states it (Qwen3's
-    is not ``d_model / H``), else the rotary dimension, else ``d_model / H``.
+    is not ``d_model / H``), else the rotary dimension, else ``d_model / H``. A
+    ``rope_freqs.weight`` tensor gives Llama 3.1's rotary scaling.
     """
-    for name, what in UNSUPPORTED_TENSORS.items():
-        if name in tensor_names:
-            raise ValueError(f"the GGUF file uses {what}, which attnlab.llama does not support")
 
     def key(name: str, default: Any = None) -> Any:
         full = f"{arch}.{name}"
@@ -103,6 +154,9 @@ def read_config(
     d_model, num_heads = int(key("embedding_length")), int(key("attention.head_count"))
     head_dim = key("attention.key_length", key("rope.dimension_count", d_model // num_heads))
     vocab = key("vocab_size", len(metadata.get("tokenizer.ggml.tokens") or ()) or None)
+    theta = float(key("rope.freq_base", 10000.0))
+    if ROPE_FREQS in tensors:
+        family["rope_scaling"] = llama3_scaling(tensors[ROPE_FREQS], int(head_dim), theta)
     return LlamaConfig(
         vocab_size=int(vocab),
         d_model=d_model,
@@ -111,19 +165,19 @@ def read_config(
         num_kv_heads=int(key("attention.head_count_kv", num_heads)),
         head_dim=int(head_dim),
         ffn_dim=int(key("feed_forward_length")),
-        rope_theta=float(key("rope.freq_base", 10000.0)),
+        rope_theta=theta,
         rms_eps=float(key("attention.layer_norm_rms_epsilon")),
         context_length=int(key("context_length")),
         bos_token_id=int(metadata.get("tokenizer.ggml.bos_token_id", 1)),
         eos_token_id=int(metadata.get("tokenizer.ggml.eos_token_id", 2)),
-        tie_word_embeddings=OUTPUT not in tensor_names,
+        tie_word_embeddings=OUTPUT not in tensors,
         **family,
     )
 
 
-def config_from_gguf(metadata: Mapping[str, Any], tensor_names: Collection[str]) -> LlamaConfig:
-    """A Llama file's config, from its ``llama.*`` keys."""
-    return read_config(metadata, tensor_names, ARCHITECTURE)
+def config_from_gguf(metadata: Mapping[str, Any], tensors: Mapping[str, Tensor]) -> LlamaConfig:
+    """A Llama file's config, from its ``llama.*`` keys (and Llama 3.1's ``rope_freqs``)."""
+    return read_config(metadata, tensors, ARCHITECTURE)
 
 
 def rename(
@@ -144,7 +198,8 @@ def rename(
             f"the GGUF file lacks {len(missing)} tensor(s) of the {config.architecture} "
             f"family, e.g. {missing[0]!r}"
         )
-    extra = sorted(set(tensors) - set(names))
+    used = set(names) | ({ROPE_FREQS} if config.rope_scaling is not None else set())
+    extra = sorted(set(tensors) - used)
     if extra:
         raise ValueError(
             f"the GGUF file has tensor(s) the {config.architecture} family does not use, "

@@ -8,7 +8,7 @@ halves, as we do: nothing to un-permute).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from torch import Tensor
@@ -27,10 +27,10 @@ QKV_BIASES = {
 }
 
 
-def config_from_gguf(metadata: Mapping[str, Any], tensor_names: Collection[str]) -> LlamaConfig:
+def config_from_gguf(metadata: Mapping[str, Any], tensors: Mapping[str, Tensor]) -> LlamaConfig:
     """A Qwen2 file's config, from its ``qwen2.*`` keys: biases on q, k and v."""
     return read_config(
-        metadata, tensor_names, ARCHITECTURE, architecture=ARCHITECTURE, attention_bias=True
+        metadata, tensors, ARCHITECTURE, architecture=ARCHITECTURE, attention_bias=True
     )
 
 

@@ -9,7 +9,7 @@ rows stored as they are.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from torch import Tensor
@@ -27,11 +27,9 @@ QK_NORMS = {
 }
 
 
-def config_from_gguf(metadata: Mapping[str, Any], tensor_names: Collection[str]) -> LlamaConfig:
+def config_from_gguf(metadata: Mapping[str, Any], tensors: Mapping[str, Tensor]) -> LlamaConfig:
     """A Qwen3 file's config, from its ``qwen3.*`` keys: RMSNorm on q and k per head."""
-    return read_config(
-        metadata, tensor_names, ARCHITECTURE, architecture=ARCHITECTURE, qk_norm=True
-    )
+    return read_config(metadata, tensors, ARCHITECTURE, architecture=ARCHITECTURE, qk_norm=True)
 
 
 def state_dict(config: LlamaConfig, tensors: Mapping[str, Tensor]) -> dict[str, Tensor]:
