@@ -140,7 +140,7 @@ def load_gguf(path: Path | str) -> tuple[LlamaModel, Tokenizer]:
     """A GGUF file's model on attnlab's attention, and its tokenizer.
 
     Reads the families of ``attnlab.llama.families``: ``general.architecture`` ``llama``
-    (SmolLM2, TinyLlama, Llama 3.0), ``qwen2`` (Qwen2, Qwen2.5: biases on q, k and v)
+    (SmolLM2, TinyLlama, Llama 3.x), ``qwen2`` (Qwen2, Qwen2.5: biases on q, k and v)
     and ``qwen3`` (RMSNorm on each query and key head), with tensors of the types in
     ``SUPPORTED_TYPES`` (dequantised to float32 by gguf-py, as transformers' GGUF loader
     does). The model is in eval mode with gradients off; the tokenizer is the file's:
