@@ -118,8 +118,8 @@ MUTANTS = (
     Mutant(
         "softmax-over-queries",
         "src/attnlab/functional.py",
-        "return stable_softmax(apply_mask(attn_scores, attn_mask), dim=-1)",
-        "return stable_softmax(apply_mask(attn_scores, attn_mask), dim=-2)",
+        "return _softmax(apply_mask(attn_scores, attn_mask), dim=-1)",
+        "return _softmax(apply_mask(attn_scores, attn_mask), dim=-2)",
         FUNCTIONAL,
     ),
     Mutant(

@@ -1,28 +1,25 @@
 """Choosing how attention is computed: one registry of kernels for every module.
 
-Modules project their inputs, then call [`attend`][attnlab.attend] (or, with their
-arguments already checked, [`run_kernel`][attnlab.backends.run_kernel]) with the name of
-a backend. Each name maps to a kernel in [`KERNELS`][attnlab.backends.KERNELS], a
-function ``kernel(query, key, value, call) -> output`` whose
-[`AttentionCall`][attnlab.AttentionCall] carries the mask, dropout, causal
-flag, scale and grouped-query group in one frozen object (as Hugging Face's
-``ALL_ATTENTION_FUNCTIONS``). Every kernel has the semantics of
+A kernel is a function ``kernel(query, key, value, call) -> output`` on arguments
+already checked, whose [`AttentionCall`][attnlab.AttentionCall] carries the mask,
+dropout, causal flag, scale and grouped-query group (as Hugging Face's
+``ALL_ATTENTION_FUNCTIONS``). Modules check their inputs, project them, then call
+``KERNELS[backend]``; [`attend`][attnlab.attend] is the checked entry point. Every
+kernel has the semantics of
 [`scaled_dot_product_attention`][attnlab.scaled_dot_product_attention]:
 
 * ``"explicit"``: the package's step-by-step computation (materialises the
   ``(L, S)`` weights; the one to read);
 * ``"torch"``: ``torch.nn.functional.scaled_dot_product_attention``, PyTorch's fused
   kernels (the fastest, and the modules' default);
-* ``"flash"``: [`flash_attention`][attnlab.flash_attention], the package's own
-  FlashAttention algorithm in plain PyTorch (blocks and an online softmax; never
-  materialises the ``(L, S)`` matrix), called through its public signature.
+* ``"flash"``: [`flash_attention`][attnlab.flash_attention]'s blocks and online
+  softmax, which never materialise the ``(L, S)`` matrix.
 
 [`register_kernel`][attnlab.register_kernel] adds a backend under a new name.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Literal, get_args
 
@@ -30,9 +27,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ._validation import broadcast_shape, check_attention_args
-from .flash import DEFAULT_BLOCK_SIZE
-from .flash import flash_kernel as flash_attention_kernel
-from .functional import AttentionCall, attention_kernel
+from .flash import DEFAULT_BLOCK_SIZE, flash_with_lse
+from .functional import AttentionCall, explicit_attention
 
 __all__ = [
     "BACKENDS",
@@ -41,10 +37,8 @@ __all__ = [
     "AttentionKernel",
     "Backend",
     "attend",
-    "attend_kernel",
     "check_backend",
     "register_kernel",
-    "run_kernel",
 ]
 
 Backend = Literal["explicit", "torch", "flash"]
@@ -59,7 +53,7 @@ AttentionKernel = Callable[[Tensor, Tensor, Tensor, AttentionCall], Tensor]
 
 def explicit_kernel(query: Tensor, key: Tensor, value: Tensor, call: AttentionCall) -> Tensor:
     """The ``"explicit"`` backend: the package's step-by-step computation."""
-    output, _ = attention_kernel(query, key, value, call)
+    output, _ = explicit_attention(query, key, value, call)
     return output
 
 
@@ -78,13 +72,8 @@ def torch_kernel(query: Tensor, key: Tensor, value: Tensor, call: AttentionCall)
 
 
 def flash_kernel(query: Tensor, key: Tensor, value: Tensor, call: AttentionCall) -> Tensor:
-    """The ``"flash"`` backend: [`flash_attention`][attnlab.flash_attention], unchecked.
-
-    ``flash_attention(query, key, value, attn_mask=..., dropout_p=..., is_causal=...,
-    scale=..., enable_gqa=...)`` computes the same; this skips its checks, which the
-    caller has made.
-    """
-    output, _ = flash_attention_kernel(
+    """The ``"flash"`` backend: [`flash_attention`][attnlab.flash_attention]'s maths."""
+    output, _ = flash_with_lse(
         query,
         key,
         value,
@@ -149,28 +138,14 @@ def attend(
     backend: Backend = "torch",
     enable_gqa: bool = False,
 ) -> Tensor:
-    """Scaled dot-product attention computed by the chosen backend.
+    """Scaled dot-product attention computed by the chosen backend's kernel.
+
+    The other arguments mean what they mean in
+    [`scaled_dot_product_attention`][attnlab.scaled_dot_product_attention].
 
     Args:
-        query: Query vectors.
-        key: Key vectors.
-        value: Value vectors.
-        attn_mask: Optional mask broadcastable to ``(N, ..., L, S)``: bool (``True`` =
-            may attend) or float (added to the scaled scores).
-        dropout_p: Dropout probability on the attention weights, applied whenever
-            positive.
-        is_causal: Causal masking, aligned top-left; not together with ``attn_mask``.
-        scale: Multiplier of the scores; defaults to ``1 / sqrt(E)``.
-        backend: ``"explicit"``, ``"torch"`` or ``"flash"``.
-        enable_gqa: Grouped-query attention with PyTorch's semantics: query head ``h``
-            uses key/value head ``h // (Hq // Hkv)`` (heads at dim ``-3``).
-
-    Returns:
-        The attention output.
-
-    Shape:
-        query: ``(N, ..., L, E)``; key: ``(N, ..., S, E)``; value: ``(N, ..., S, Ev)``;
-        output: ``(N, ..., L, Ev)``.
+        backend: A name in ``KERNELS``: ``"explicit"``, ``"torch"``, ``"flash"`` or
+            one added by [`register_kernel`][attnlab.register_kernel].
     """
     check_backend(backend)
     _, group = check_attention_args(
@@ -179,48 +154,4 @@ def attend(
     call = AttentionCall(
         attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, group=group
     )
-    return run_kernel(query, key, value, call, backend)
-
-
-def run_kernel(
-    query: Tensor, key: Tensor, value: Tensor, call: AttentionCall, backend: str = "torch"
-) -> Tensor:
-    """[`attend`][attnlab.attend] on arguments already checked: the registered kernel.
-
-    The modules check their own inputs once, then call this.
-
-    Shape:
-        query: ``(N, ..., L, E)``; key: ``(N, ..., S, E)``; value: ``(N, ..., S, Ev)``;
-        output: ``(N, ..., L, Ev)``.
-    """
     return KERNELS[backend](query, key, value, call)
-
-
-def attend_kernel(
-    query: Tensor,
-    key: Tensor,
-    value: Tensor,
-    attn_mask: Tensor | None,
-    dropout_p: float,
-    is_causal: bool,
-    scale: float | None,
-    backend: Backend,
-    *,
-    batch: tuple[int, ...],
-    group: int,
-) -> Tensor:
-    """Deprecated (kept one release): use [`run_kernel`][attnlab.backends.run_kernel].
-
-    ``batch`` is ignored (the kernels read it from the tensors).
-    """
-    warnings.warn(
-        "attend_kernel is deprecated: call run_kernel(query, key, value, "
-        "AttentionCall(attn_mask=..., dropout_p=..., is_causal=..., scale=..., group=...), "
-        "backend)",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    call = AttentionCall(
-        attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, group=group
-    )
-    return run_kernel(query, key, value, call, backend)

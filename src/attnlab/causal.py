@@ -11,7 +11,7 @@ from __future__ import annotations
 from torch import Tensor
 
 from ._validation import check_bool, check_probability
-from .backends import Backend, run_kernel
+from .backends import KERNELS, Backend
 from .functional import AttentionCall
 from .masks import module_attn_mask
 from .self_attention import SelfAttentionV2, checked_padding_mask
@@ -110,7 +110,7 @@ class CausalAttention(SelfAttentionV2):
             T, T, self.causal, padding, None, num_heads_dims=0, dtype=x.dtype, device=x.device
         )  # (..., T, T) or None
         call = AttentionCall(attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal)
-        return run_kernel(queries, keys, values, call, self.backend)  # (..., T, d_out)
+        return KERNELS[self.backend](queries, keys, values, call)  # (..., T, d_out)
 
     def extra_repr(self) -> str:
         """Sizes, dropout, causality and backend, shown by ``print(module)``."""

@@ -181,7 +181,7 @@ def flash_attention(
                 "window is a causal sliding-window mask of its own; do not pass attn_mask "
                 "or is_causal=True with it"
             )
-    output, lse = flash_kernel(
+    output, lse = flash_with_lse(
         query,
         key,
         value,
@@ -253,7 +253,7 @@ class FlashCall:
             yield Tile(i0, i1, j0, min(j0 + self.block_k, end))
 
 
-def flash_kernel(
+def flash_with_lse(
     query: Tensor,
     key: Tensor,
     value: Tensor,
@@ -289,7 +289,7 @@ def flash_kernel(
     needs_grad = torch.is_grad_enabled() and (
         query.requires_grad or key.requires_grad or value.requires_grad
     )
-    output, lse = _run_kernel(call, dropout_p, needs_grad)
+    output, lse = _run_path(call, dropout_p, needs_grad)
     # (n, L * group, Ev) -> (n, L, group, Ev) -> (n, group, L, Ev) -> (N, ..., L, Ev)
     n, Ev = output.shape[0], output.shape[-1]
     output = output.view(n, L, group, Ev).transpose(1, 2).reshape(*batch, L, Ev)
@@ -323,7 +323,7 @@ def _kernel_layout(
     return q, k, v, mask
 
 
-def _run_kernel(call: FlashCall, dropout_p: float, needs_grad: bool) -> tuple[Tensor, Tensor]:
+def _run_path(call: FlashCall, dropout_p: float, needs_grad: bool) -> tuple[Tensor, Tensor]:
     """Output ``(n, L * group, Ev)`` and lse ``(n, L * group)`` by the fitting path."""
     q, v, mask = call.q, call.v, call.rule.mask
     n, R = q.shape[:2]

@@ -1,19 +1,9 @@
 """Functional attention: each piece of the math, once.
 
-Shape legend (the same as PyTorch's ``scaled_dot_product_attention``):
-
-* ``query``: ``(N, ..., L, E)``, with ``L`` query positions of width ``E``;
-* ``key``: ``(N, ..., S, E)``, with ``S`` key positions;
-* ``value``: ``(N, ..., S, Ev)``;
-* scores and weights: ``(N, ..., L, S)``; output: ``(N, ..., L, Ev)``.
-
-``N, ...`` is any number of batch dims (none included); they broadcast.
-
-Mask convention, everywhere in this package: a boolean mask's ``True`` means *may
-attend*; a float mask is *added* to the scaled scores. ``is_causal=True`` lets query
-``i`` attend to keys ``j <= i`` (top-left alignment, also when ``L != S``). A query row
-with nothing to attend to gets all-zero weights and a zero output, as PyTorch's SDPA
-gives, never NaN.
+Shapes and masks follow the package's conventions (see [`attnlab`][attnlab] and the
+Notation page). The public functions check their arguments, then call the one
+unchecked computation, ``explicit_attention``, which the ``"explicit"`` backend and
+the modules also use.
 """
 
 from __future__ import annotations
@@ -56,15 +46,13 @@ __all__ = [
 class AttentionCall:
     """The settings of one attention call, already checked: all but query, key and value.
 
-    The kernels of the backend registry (``attnlab.backends.KERNELS``) take
-    ``(query, key, value, call)``: one frozen object instead of a row of positional
-    flags, built by keyword. The defaults are SDPA's.
+    Every kernel of the backend registry takes ``(query, key, value, call)``. The
+    defaults are SDPA's.
 
     Attributes:
-        attn_mask: ``None``, or a mask broadcastable to ``(N, ..., L, S)``: bool
-            (``True`` = may attend) or float (added to the scaled scores).
+        attn_mask: ``None`` or a mask broadcastable to ``(N, ..., L, S)``.
         dropout_p: Dropout probability on the weights, applied whenever positive.
-        is_causal: SDPA's causal flag, aligned top-left; never with ``attn_mask``.
+        is_causal: SDPA's causal flag; never with ``attn_mask``.
         scale: Multiplier of the scores; ``None`` means ``1 / sqrt(E)``.
         group: Query heads per key/value head (``1``: no grouped-query attention);
             query head ``h`` uses key/value head ``h // group``, heads at dim ``-3``.
@@ -82,16 +70,6 @@ def softmax_naive(x: Tensor, dim: int = -1) -> Tensor:
 
     For teaching only: ``exp`` overflows to ``inf`` once a score passes about 88.7 in
     float32, and the result becomes ``nan``. Use [`softmax`][attnlab.softmax].
-
-    Args:
-        x: Scores, any shape.
-        dim: The dimension that sums to one.
-
-    Returns:
-        Weights of the same shape as ``x``.
-
-    Shape:
-        x: ``(*)``; output: ``(*)``.
     """
     x = _check_softmax_args(x, dim)
     exp_x = torch.exp(x)
@@ -102,49 +80,18 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
     """Numerically stable softmax.
 
     Subtracts each slice's maximum before ``exp``, which leaves the result unchanged
-    (``exp(x - m) / sum(exp(x - m)) = exp(x) / sum(exp(x))``) but keeps every exponent
-    at or below zero, so nothing overflows. A slice that is all ``-inf`` (a query with
-    nothing to attend to) gives zeros instead of ``nan``.
-
-    Args:
-        x: Scores, any shape.
-        dim: The dimension that sums to one.
+    but keeps every exponent at or below zero, so nothing overflows.
 
     Returns:
-        Weights of the same shape as ``x``; each slice along ``dim`` sums to one, or is
-        all zeros where ``x`` was all ``-inf`` (where ``torch.softmax`` gives NaN). As
-        with ``torch.softmax``, a 0-d ``x`` (``dim`` 0 or -1) gives 1 and an empty
-        ``x`` an empty result.
-
-    Shape:
-        x: ``(*)``; output: ``(*)``.
+        Weights shaped like ``x``; each slice along ``dim`` sums to one, or is all zeros
+        where ``x`` was all ``-inf`` (where ``torch.softmax`` gives NaN). A 0-d ``x``
+        gives 1, an empty one an empty result, as with ``torch.softmax``.
     """
-    return stable_softmax(_check_softmax_args(x, dim), dim)
-
-
-def stable_softmax(x: Tensor, dim: int) -> Tensor:
-    """[`softmax`][attnlab.softmax] on arguments already checked (the package's kernel)."""
-    if x.dim() == 0:  # a single score: its weight is 1, as torch.softmax gives
-        return torch.ones_like(x)
-    if x.shape[dim] == 0:  # nothing to normalise (no keys): an empty result, as torch gives
-        return x.clone()
-    x_max = row_shift(x.amax(dim=dim, keepdim=True))  # a fully masked slice: shifted by 0
-    exp_x = torch.exp(x - x_max)
-    return divide_rows(exp_x, exp_x.sum(dim=dim, keepdim=True))
+    return _softmax(_check_softmax_args(x, dim), dim)
 
 
 def attention_scores(queries: Tensor, keys: Tensor) -> Tensor:
-    """Unscaled attention scores: the dot product of every query with every key.
-
-    ``queries @ keys.transpose(-2, -1)``, which works for any batch dims (``keys.T``
-    would not).
-
-    Args:
-        queries: Query vectors.
-        keys: Key vectors, of the same width ``E``.
-
-    Returns:
-        Scores ``omega[..., i, j] = q_i . k_j``.
+    """Unscaled scores ``queries @ keys.transpose(-2, -1)``, for any batch dims.
 
     Shape:
         queries: ``(N, ..., L, E)``; keys: ``(N, ..., S, E)``; output ``(N, ..., L, S)``.
@@ -169,39 +116,18 @@ def attention_weights(
     is_causal: bool = False,
     scale: float | None = None,
 ) -> Tensor:
-    """Attention weights: scaled scores, masked, through a stable softmax.
+    """Attention weights ``softmax(query @ key^T * scale + mask)``, shaped ``(N, ..., L, S)``.
 
-    ``softmax(query @ key^T * scale + mask)`` along the key dimension, so each row
-    sums to one (or is all zeros if fully masked).
-
-    Args:
-        query: Query vectors.
-        key: Key vectors.
-        attn_mask: Optional mask broadcastable to ``(N, ..., L, S)``: bool (``True`` =
-            may attend) or float (added to the scaled scores).
-        is_causal: Let query ``i`` attend only to keys ``j <= i`` (top-left aligned).
-            Cannot be combined with ``attn_mask``.
-        scale: Multiplier of the scores; defaults to ``1 / sqrt(E)``.
-
-    Returns:
-        Attention weights.
-
-    Shape:
-        query: ``(N, ..., L, E)``; key: ``(N, ..., S, E)``; output: ``(N, ..., L, S)``.
+    The arguments mean what they mean in
+    [`scaled_dot_product_attention`][attnlab.scaled_dot_product_attention].
     """
     check_attention_args(query, key, key, attn_mask, 0.0, is_causal, scale)
-    return masked_softmax(query, key, attn_mask, is_causal, scale).to(query.dtype)
+    call = AttentionCall(attn_mask=attn_mask, is_causal=is_causal, scale=scale)
+    return _masked_softmax(query, key, call).to(query.dtype)
 
 
 def context_vectors(attn_weights: Tensor, values: Tensor) -> Tensor:
-    """Context vectors: each query's weighted sum of the value vectors.
-
-    Args:
-        attn_weights: Attention weights, rows summing to one.
-        values: Value vectors, one per key.
-
-    Returns:
-        ``attn_weights @ values``.
+    """Context vectors ``attn_weights @ values``: each query's weighted sum of the values.
 
     Shape:
         attn_weights: ``(N, ..., L, S)``; values: ``(N, ..., S, Ev)``;
@@ -231,49 +157,29 @@ def attention_with_weights(
 ) -> tuple[Tensor, Tensor]:
     """Scaled dot-product attention that also returns its attention weights.
 
-    The explicit computation, step by step, for teaching and inspection. The semantics
-    are those of [`scaled_dot_product_attention`][attnlab.scaled_dot_product_attention].
-
-    Args:
-        query: Query vectors.
-        key: Key vectors.
-        value: Value vectors.
-        attn_mask: Optional mask broadcastable to ``(N, ..., L, S)``: bool (``True`` =
-            may attend) or float of the query's dtype (added to the scaled scores).
-        dropout_p: Dropout probability on the weights, applied whenever it is positive
-            (as PyTorch's SDPA does); survivors are scaled by ``1 / (1 - dropout_p)``.
-        is_causal: Causal masking, aligned top-left; not together with ``attn_mask``.
-        scale: Multiplier of the scores; defaults to ``1 / sqrt(E)``.
+    Same arguments as [`scaled_dot_product_attention`][attnlab.scaled_dot_product_attention]
+    (without ``enable_gqa``).
 
     Returns:
         ``(output, attn_weights)``; the weights are those after dropout, the ones the
-        output was computed with.
-
-    Shape:
-        query: ``(N, ..., L, E)``; key: ``(N, ..., S, E)``; value: ``(N, ..., S, Ev)``;
-        output: ``(N, ..., L, Ev)``; attn_weights: ``(N, ..., L, S)``.
+        output was computed with, shaped ``(N, ..., L, S)``.
     """
     check_attention_args(query, key, value, attn_mask, dropout_p, is_causal, scale)
     call = AttentionCall(attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale)
-    return attention_kernel(query, key, value, call)
+    return explicit_attention(query, key, value, call)
 
 
-def attention_kernel(
+def explicit_attention(
     query: Tensor, key: Tensor, value: Tensor, call: AttentionCall
 ) -> tuple[Tensor, Tensor]:
-    """[`attention_with_weights`][attnlab.attention_with_weights] on arguments already checked.
+    """The explicit computation, ``(output, attn_weights)``, on arguments already checked.
 
-    The package's explicit kernel: the public functions and the modules check their
-    arguments once, then call this. ``call.group > 1`` is grouped-query attention (each
-    key/value head repeated ``group`` times).
-
-    Returns:
-        ``(output, attn_weights)``: ``(N, ..., L, Ev)`` and ``(N, ..., L, S)``.
+    The one home of the maths behind the functions above, the ``"explicit"`` backend and
+    the modules' weights; it checks nothing.
     """
     if call.group > 1:  # (N, ..., Hkv, S, E) -> (N, ..., Hkv * group, S, E)
         key, value = repeat_kv_heads(key, call.group), repeat_kv_heads(value, call.group)
-    # (N, ..., L, S)
-    attn_weights = masked_softmax(query, key, call.attn_mask, call.is_causal, call.scale)
+    attn_weights = _masked_softmax(query, key, call)  # (N, ..., L, S)
     if call.dropout_p > 0.0:
         attn_weights = F.dropout(attn_weights, p=call.dropout_p, training=True)
     context_vecs = attn_weights @ value.to(attn_weights.dtype)  # (N, ..., L, Ev)
@@ -285,14 +191,6 @@ def check_gqa_heads(query: object, key: object, value: object) -> int:
 
     As in PyTorch's SDPA with ``enable_gqa=True``: the heads sit at dim ``-3``; key and
     value have the same number ``Hkv`` of heads, which divides the query's ``Hq``.
-
-    Args:
-        query: Query vectors ``(N, ..., Hq, L, E)``.
-        key: Key vectors ``(N, ..., Hkv, S, E)``.
-        value: Value vectors ``(N, ..., Hkv, S, Ev)``.
-
-    Returns:
-        How many query heads share each key/value head.
 
     Raises:
         ValueError: A rank below 3, or head counts that do not group.
@@ -306,13 +204,6 @@ def repeat_kv_heads(tensor: Tensor, group: int) -> Tensor:
     """Repeat each key/value head ``group`` times, next to itself (``repeat_interleave``).
 
     Query head ``h`` then meets key/value head ``h // group``: PyTorch's ``enable_gqa``.
-
-    Args:
-        tensor: Keys or values with ``Hkv`` heads at dim ``-3``.
-        group: Query heads per key/value head.
-
-    Returns:
-        A copy with ``Hkv * group`` heads.
 
     Shape:
         tensor: ``(N, ..., Hkv, S, E)``; output: ``(N, ..., Hkv * group, S, E)``.
@@ -330,41 +221,33 @@ def scaled_dot_product_attention(
     scale: float | None = None,
     enable_gqa: bool = False,
 ) -> Tensor:
-    """Scaled dot-product attention, written out; same semantics as PyTorch's.
+    """Scaled dot-product attention, written out, with PyTorch's semantics.
 
-    ``softmax(query @ key^T * scale + mask) @ value``, with exactly the behaviour of
-    ``torch.nn.functional.scaled_dot_product_attention``: boolean mask ``True`` = may
-    attend, float mask added to the scaled scores, ``is_causal`` aligned top-left,
-    default scale ``1 / sqrt(E)``, dropout applied whenever ``dropout_p > 0``, any
-    number of broadcasting batch dims, ``L != S`` allowed. A fully masked query row
-    outputs zeros.
+    ``softmax(query @ key^T * scale + mask) @ value``, behaving exactly as
+    ``torch.nn.functional.scaled_dot_product_attention``: any broadcasting batch dims,
+    ``L != S`` allowed, a fully masked query row outputs zeros.
 
     Args:
-        query: Query vectors.
-        key: Key vectors.
-        value: Value vectors.
-        attn_mask: Optional mask broadcastable to ``(N, ..., L, S)``: bool (``True`` =
-            may attend) or float of the query's dtype (added to the scaled scores).
-        dropout_p: Dropout probability on the attention weights, in ``[0, 1]``.
+        query: ``(N, ..., L, E)``, or ``(N, ..., Hq, L, E)`` with ``enable_gqa``.
+        key: ``(N, ..., S, E)``, or ``(N, ..., Hkv, S, E)``.
+        value: ``(N, ..., S, Ev)``, or ``(N, ..., Hkv, S, Ev)``.
+        attn_mask: Optional mask broadcastable to ``(N, ..., L, S)``; a float mask has
+            the query's dtype.
+        dropout_p: Dropout probability on the weights, in ``[0, 1]``; applied whenever
+            positive, survivors scaled by ``1 / (1 - dropout_p)``.
         is_causal: Causal masking, aligned top-left; not together with ``attn_mask``.
         scale: Multiplier of the scores; defaults to ``1 / sqrt(E)``.
-        enable_gqa: Grouped-query attention, as PyTorch's: key and value have ``Hkv``
-            heads at dim ``-3``, the query ``Hq``, a multiple; query head ``h`` uses
-            key/value head ``h // (Hq // Hkv)``. This explicit path repeats them.
+        enable_gqa: Grouped-query attention: query head ``h`` uses key/value head
+            ``h // (Hq // Hkv)``. This explicit path repeats them.
 
     Returns:
-        The attention output.
+        The attention output, ``(N, ..., L, Ev)``.
 
     Raises:
         TypeError: A non-tensor, a non-floating or mismatched dtype, a bad mask dtype.
         ValueError: Wrong rank, mismatched ``E`` or ``S``, a mask that does not broadcast,
             both ``attn_mask`` and ``is_causal``, ``dropout_p`` outside ``[0, 1]``, head
             counts that do not group (``enable_gqa``).
-
-    Shape:
-        query: ``(N, ..., L, E)``; key: ``(N, ..., S, E)``; value: ``(N, ..., S, Ev)``;
-        output: ``(N, ..., L, Ev)``. With ``enable_gqa``: query ``(N, ..., Hq, L, E)``,
-        key ``(N, ..., Hkv, S, E)``, value ``(N, ..., Hkv, S, Ev)``.
     """
     _, group = check_attention_args(
         query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa=enable_gqa
@@ -372,8 +255,16 @@ def scaled_dot_product_attention(
     call = AttentionCall(
         attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, group=group
     )
-    output, _ = attention_kernel(query, key, value, call)
+    output, _ = explicit_attention(query, key, value, call)
     return output
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype of scores, softmax and sums: float32 for half input, as PyTorch's kernels.
+
+    The one home of this rule; the explicit path and flash attention both use it.
+    """
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
 def _check_softmax_args(x: object, dim: object) -> Tensor:
@@ -404,33 +295,29 @@ def _check_pair(first_name: str, first: Tensor, name: str, tensor: Tensor, wante
         )
 
 
-def compute_dtype(dtype: torch.dtype) -> torch.dtype:
-    """The dtype of scores, softmax and sums: float32 for half input, as PyTorch's kernels.
+def _softmax(x: Tensor, dim: int) -> Tensor:
+    """``softmax``'s maths, on arguments already checked."""
+    if x.dim() == 0:  # a single score: its weight is 1, as torch.softmax gives
+        return torch.ones_like(x)
+    if x.shape[dim] == 0:  # nothing to normalise (no keys): an empty result, as torch gives
+        return x.clone()
+    x_max = row_shift(x.amax(dim=dim, keepdim=True))  # a fully masked slice: shifted by 0
+    exp_x = torch.exp(x - x_max)
+    return divide_rows(exp_x, exp_x.sum(dim=dim, keepdim=True))
 
-    The one home of this rule; the explicit path and flash attention both use it.
-    """
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
-
-def masked_softmax(
-    query: Tensor,
-    key: Tensor,
-    attn_mask: Tensor | None,
-    is_causal: bool,
-    scale: float | None,
-) -> Tensor:
-    """Scale, mask and normalise the scores (in ``compute_dtype``); arguments already checked.
-
-    PyTorch's reference, ``attn_weight = softmax(query @ key.T * scale + attn_bias)``,
-    composed of the public pieces.
-    """
+def _masked_softmax(query: Tensor, key: Tensor, call: AttentionCall) -> Tensor:
+    """Scale, mask and normalise the scores, in ``compute_dtype``: PyTorch's reference
+    ``softmax(query @ key.T * scale + attn_bias)``."""
     compute = compute_dtype(query.dtype)
     query, key = query.to(compute), key.to(compute)
+    scale = call.scale
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     attn_scores = (query @ key.transpose(-2, -1)) * scale  # (N, ..., L, S)
     L, S = query.shape[-2], key.shape[-2]
-    if is_causal and L > 0 and S > 0:
+    attn_mask = call.attn_mask
+    if call.is_causal and L > 0 and S > 0:
         attn_mask = causal_mask(L, S, device=query.device)  # (L, S)
     elif attn_mask is not None and attn_mask.dtype != torch.bool:
         attn_mask = attn_mask.to(compute)
-    return stable_softmax(apply_mask(attn_scores, attn_mask), dim=-1)
+    return _softmax(apply_mask(attn_scores, attn_mask), dim=-1)

@@ -33,7 +33,7 @@ import torch.distributed as dist
 from torch import Tensor
 
 from ._validation import check_attention_args, format_shape
-from .flash import DEFAULT_BLOCK_SIZE, FlashCall, flash_backward, flash_kernel
+from .flash import DEFAULT_BLOCK_SIZE, FlashCall, flash_backward, flash_with_lse
 from .flash_tiles import TileRule
 from .launch import run_local
 from .masks import row_shift
@@ -323,7 +323,7 @@ def _ring_forward(
             if kind == "skip":
                 continue
             k_chunk, v_chunk = key_chunks[j]
-            out, lse = flash_kernel(
+            out, lse = flash_with_lse(
                 query_chunks[i],
                 k_chunk,
                 v_chunk,

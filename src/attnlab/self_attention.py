@@ -18,7 +18,7 @@ from ._validation import (
     check_module_input,
     check_positive_int,
 )
-from .backends import Backend, check_backend, run_kernel
+from .backends import KERNELS, Backend, check_backend
 from .functional import AttentionCall
 from .masks import padding_to_attn_mask
 
@@ -29,7 +29,7 @@ def _attend(
     queries: Tensor, keys: Tensor, values: Tensor, attn_mask: Tensor | None, backend: Backend
 ) -> Tensor:
     """Scaled dot-product attention of checked projections: no dropout, no causal mask."""
-    return run_kernel(queries, keys, values, AttentionCall(attn_mask=attn_mask), backend)
+    return KERNELS[backend](queries, keys, values, AttentionCall(attn_mask=attn_mask))
 
 
 class SelfAttentionV1(nn.Module):

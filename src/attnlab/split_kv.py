@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ._validation import check_attention_args, check_positive_int
-from .flash import flash_kernel
+from .flash import flash_with_lse
 from .functional import compute_dtype
 from .ring import merge_partials
 
@@ -97,7 +97,7 @@ def split_kv_partials(
         .movedim(-3, 0)
         for x in (key, value)
     )
-    return flash_kernel(
+    return flash_with_lse(
         query.to(compute).unsqueeze(0),  # (1, N, ..., L, E): the same query for every chunk
         keys,
         values,

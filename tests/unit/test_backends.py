@@ -1,5 +1,5 @@
 """The backend registry: every module reaches its kernel through KERNELS with one frozen
-AttentionCall, a registered kernel serves every module, and the old entry point warns."""
+AttentionCall, and a registered kernel serves every module."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from attnlab import (
     attend,
     register_kernel,
 )
-from attnlab.backends import KERNELS, attend_kernel, run_kernel
+from attnlab.backends import KERNELS
 
 
 @pytest.fixture
@@ -88,14 +88,7 @@ def test_each_built_in_kernel_equals_pytorchs_sdpa(backend: str) -> None:
     mask = torch.rand(7, 9) > 0.3
     call = AttentionCall(attn_mask=mask, scale=0.4, group=2)
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.4, enable_gqa=True)
-    torch.testing.assert_close(run_kernel(q, k, v, call, backend), expected, atol=1e-5, rtol=1e-5)
-
-
-def test_the_old_kernel_entry_point_warns_and_still_works() -> None:
-    q = torch.randn(2, 3, 4)
-    with pytest.warns(DeprecationWarning, match="attend_kernel is deprecated: call run_kernel"):
-        out = attend_kernel(q, q, q, None, 0.0, True, None, "torch", batch=(2,), group=1)
-    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, q, q, is_causal=True))
+    torch.testing.assert_close(KERNELS[backend](q, k, v, call), expected, atol=1e-5, rtol=1e-5)
 
 
 def test_the_call_object_is_built_by_keyword() -> None:
@@ -103,3 +96,31 @@ def test_the_call_object_is_built_by_keyword() -> None:
     with pytest.raises(TypeError, match="takes 1 positional argument but 4 were given"):
         AttentionCall(None, 0.0, True)  # type: ignore[misc]
     assert AttentionCall(is_causal=True).is_causal
+
+
+def test_kernel_means_one_signature() -> None:
+    """Every public function of the package named for a kernel takes (query, key, value,
+    call), the registry's signature (register_kernel aside; the benchmarks' "kernel" is
+    PyTorch's, the op SDPA dispatched to)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import attnlab
+
+    odd = []
+    for info in pkgutil.walk_packages(attnlab.__path__, "attnlab."):
+        if info.name.startswith("attnlab.bench"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if (
+                "kernel" in name
+                and not name.startswith("_")
+                and inspect.isfunction(obj)
+                and obj.__module__ == module.__name__
+                and name != "register_kernel"
+                and list(inspect.signature(obj).parameters) != ["query", "key", "value", "call"]
+            ):
+                odd.append(f"{info.name}.{name}")
+    assert odd == []
