@@ -29,6 +29,8 @@ __all__ = [
     "config_from_gguf",
     "llama3_factors",
     "llama3_scaling",
+    "read_config",
+    "rename",
     "state_dict",
     "unpermute_rotary_rows",
 ]
