@@ -138,14 +138,11 @@ def attend(
     backend: Backend = "torch",
     enable_gqa: bool = False,
 ) -> Tensor:
-    """Scaled dot-product attention computed by the chosen backend's kernel.
+    """Scaled dot-product attention computed by the kernel that ``backend`` names.
 
-    The other arguments mean what they mean in
-    [`scaled_dot_product_attention`][attnlab.scaled_dot_product_attention].
-
-    Args:
-        backend: A name in ``KERNELS``: ``"explicit"``, ``"torch"``, ``"flash"`` or
-            one added by [`register_kernel`][attnlab.register_kernel].
+    ``backend`` is ``"explicit"``, ``"torch"``, ``"flash"`` or a name added by
+    [`register_kernel`][attnlab.register_kernel]; the other arguments mean what they
+    mean in [`scaled_dot_product_attention`][attnlab.scaled_dot_product_attention].
     """
     check_backend(backend)
     _, group = check_attention_args(

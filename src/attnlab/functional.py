@@ -307,8 +307,7 @@ def _softmax(x: Tensor, dim: int) -> Tensor:
 
 
 def _masked_softmax(query: Tensor, key: Tensor, call: AttentionCall) -> Tensor:
-    """Scale, mask and normalise the scores, in ``compute_dtype``: PyTorch's reference
-    ``softmax(query @ key.T * scale + attn_bias)``."""
+    """PyTorch's reference ``softmax(query @ key.T * scale + attn_bias)``, in ``compute_dtype``."""
     compute = compute_dtype(query.dtype)
     query, key = query.to(compute), key.to(compute)
     scale = call.scale

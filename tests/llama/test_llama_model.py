@@ -234,10 +234,14 @@ def test_bad_input_is_refused_before_any_arithmetic(call, error, match) -> None:
 
 
 def test_tokenizer_refuses_bad_input() -> None:
-    """encode wants a str; decode wants ids inside the vocabulary."""
+    """encode wants a str of valid Unicode; decode wants ids inside the vocabulary."""
     _, tokenizer = load_smollm2()
     with pytest.raises(TypeError, match="text must be a str"):
         tokenizer.encode(b"bytes")  # type: ignore[arg-type]
+    with pytest.raises(
+        ValueError, match=r"text must be valid Unicode; got a lone surrogate '\\ud800' at index 1"
+    ):
+        tokenizer.encode("a\ud800b")
     with pytest.raises(ValueError, match=r"0 \.\. 49151; got 49152"):
         tokenizer.decode([49152])
     with pytest.raises(TypeError, match="integer token ids"):

@@ -223,14 +223,14 @@ class Tokenizer:
         Special tokens written in the text (``<|im_start|>``) become their own ids.
 
         Args:
-            text: Any string.
+            text: Any string of valid Unicode (no lone surrogate).
             add_special_tokens: Add the ids the model expects around a text; for SmolLM2
                 none (its file sets no beginning-of-sequence token), as in transformers.
 
         Returns:
             One id per token.
         """
-        check_str("text", text)
+        _check_text(text)
         check_bool("add_special_tokens", add_special_tokens)
         ids: list[int] = self._backend.encode(text, add_special_tokens=False).ids
         return [self.bos_token_id, *ids] if add_special_tokens and self.add_bos else ids
@@ -327,3 +327,16 @@ class Tokenizer:
         if add_generation_prompt:
             parts.append("<|im_start|>assistant\n")
         return "".join(parts)
+
+
+def _check_text(text: object) -> str:
+    """``text`` if it is a str the tokenizer can read: UTF-8 has no lone surrogate."""
+    text = check_str("text", text)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError(
+            f"text must be valid Unicode; got a lone surrogate {text[error.start]!r} "
+            f"at index {error.start}"
+        ) from None
+    return text
