@@ -1,10 +1,19 @@
 """attnlab: self-attention from first principles, in small typed PyTorch.
 
-Everything the site's chapters use is importable from here. Shapes follow one
-legend (see the Notation page): ``B`` batch, ``T`` tokens, ``L``/``S`` query/key
-lengths, ``d_in``/``d_out`` widths (``d_out`` always the total), ``H`` heads,
-``D = d_out // H``. Masks follow PyTorch's SDPA: boolean ``True`` = may attend, float
-masks are added to the scores.
+Everything the site's chapters use is importable from here. The conventions, stated
+once here and on the Notation page, hold for every function and module below:
+
+* Shapes: ``B`` batch, ``T`` tokens, ``L``/``S`` query/key lengths, ``d_in``/``d_out``
+  widths (``d_out`` always the total), ``H`` heads, ``D = d_out // H``. The functions
+  take PyTorch's SDPA shapes: ``query (N, ..., L, E)``, ``key (N, ..., S, E)``,
+  ``value (N, ..., S, Ev)``, weights ``(N, ..., L, S)``, output ``(N, ..., L, Ev)``,
+  where ``N, ...`` is any number of batch dims (none included), which broadcast.
+* Masks follow SDPA: a boolean mask's ``True`` lets a query see a key, a float mask
+  is added to the scaled scores. ``is_causal=True`` lets query ``i`` see keys
+  ``j <= i`` (top-left, also when ``L != S``). A query row that sees no key gets
+  all-zero weights and a zero output, as SDPA gives, never NaN.
+* The default scale is ``1 / sqrt(E)``; dropout applies to the weights whenever
+  ``dropout_p > 0``, survivors scaled by ``1 / (1 - dropout_p)``.
 """
 
 from . import examples, ring

@@ -1,9 +1,8 @@
 """Functional attention: each piece of the math, once.
 
-Shapes and masks follow the package's conventions (see [`attnlab`][attnlab] and the
-Notation page). The public functions check their arguments, then call the one
-unchecked computation, ``explicit_attention``, which the ``"explicit"`` backend and
-the modules also use.
+Shapes and masks follow the conventions of the package docstring. The public
+functions check their arguments, then call the one unchecked computation,
+``explicit_attention``, which the ``"explicit"`` backend and the modules also use.
 """
 
 from __future__ import annotations
