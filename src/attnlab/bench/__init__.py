@@ -33,7 +33,11 @@ by name, from a checkout or from an installed wheel alike, and ``attnlab.plot``
   ``llm`` and ``hf`` extras);
 * ``streaming`` (``--streaming``): not a timing, SmolLM2's loss on 1,024 tokens of the
   package's long text through a sliding window, with and without attention sinks
-  (StreamingLLM), against full attention.
+  (StreamingLLM), against full attention;
+* ``cache_formats`` (``--cache_formats``): not a timing, SmolLM2's loss on 1,024 tokens
+  of the long text with its KV cache's keys, values or both in GGUF's 8- and 4-bit
+  block formats, bytes per token, and per layer what 4-bit keys or values do to the
+  attention weights and output.
 
 The package's rooms: ``results`` (the recorded runs and reading them), ``measure``
 (time, peak extra memory, a fresh process per configuration), one module per suite,
