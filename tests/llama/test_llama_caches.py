@@ -138,3 +138,23 @@ def test_quantised_cache_loss_on_the_real_model() -> None:
     for row in rows:
         assert 0 < row["keys_error"] < 0.3 and 0 < row["values_error"] < 0.3
         assert 0 < row["weights_change_keys"] < 1 and row["output_change_values"] > 0
+
+
+def test_recorded_cache_formats_run() -> None:
+    """The chapter's recorded run: every pair scored, keys the sensitive half at 4 bits."""
+    from attnlab.bench import load_results
+
+    results = load_results("cache_formats")
+    assert not results["quick"] and results["config"]["T"] == 1024
+    rows = {(r["keys"], r["values"]): r for r in results["rows"]}
+    base = rows[None, None]["mean_loss"]
+    assert rows[None, None]["bytes_per_token"] == 46_080  # 30 layers x 2 x 3 heads x 64 x 4 B
+    for fmt in ("q4_0", "q4_1"):
+        keys, values = rows[fmt, None]["mean_loss"] - base, rows[None, fmt]["mean_loss"] - base
+        assert keys > 3 * values > 0
+        assert rows[fmt, fmt]["bytes_per_token"] == 30 * 2 * 3 * {"q4_0": 36, "q4_1": 40}[fmt]
+    for fmt, layers in results["layer_errors"].items():
+        assert len(layers) == 30, fmt
+        keys_out = sum(row["output_change_keys"] for row in layers)
+        values_out = sum(row["output_change_values"] for row in layers)
+        assert keys_out > values_out
