@@ -235,7 +235,7 @@ def test_kv_cache_step_shows_the_chapters_cache() -> None:
     with torch.no_grad():
         layer(x[:, :6], cache=cache)
         layer(x[:, 6:7], cache=cache)
-        queries = layer.rotary(
+        queries = layer.positions(
             layer.q_proj(x[:, 6:7]).view(1, 1, 4, 4).transpose(1, 2), torch.tensor([6])
         )
         output = attnlab.scaled_dot_product_attention(
