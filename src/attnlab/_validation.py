@@ -1,11 +1,8 @@
 """Input checks shared by every public function and module.
 
-Each check runs before any arithmetic and raises an error that names the argument,
-the shape (or value) it got and the one it needed:
-
-* ``TypeError`` for a non-tensor or a wrong dtype;
-* ``ValueError`` for a wrong rank, a mismatched size, a mask that does not
-  broadcast, or a size or probability out of range.
+Each runs before any arithmetic and raises an error naming the argument, what it got
+and what it needed: ``TypeError`` for a wrong type or dtype, ``ValueError`` for a
+wrong rank, size, broadcast or range.
 """
 
 from __future__ import annotations
@@ -26,11 +23,9 @@ def format_shape(shape: Sequence[int]) -> str:
 def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...] | None:
     """The shape that ``shapes`` broadcast to, or ``None`` if they do not.
 
-    PyTorch's rule, written out: align the shapes at their last dimension; in each
-    dimension the sizes must agree or be 1. (``torch.broadcast_shapes`` gives the same
-    answer, but its first call imports ``torch._refs``: about a second in each new
-    process, which every call of this package would pay.) Written with plain loops
-    over the shapes, which ``torch.compile`` traces without a graph break.
+    PyTorch's rule written out, because ``torch.broadcast_shapes``'s first call imports
+    ``torch._refs`` (about a second per process), and in plain loops, which
+    ``torch.compile`` traces without a graph break.
     """
     result: list[int] = []  # built from the last dim backwards
     for shape in shapes:
@@ -132,17 +127,9 @@ def check_probability(name: str, value: object) -> float:
 def check_features(
     name: str, x: object, width: int, *, tokens: str = "T", width_name: str = "d_in"
 ) -> Tensor:
-    """Check a module input of shape ``(T, d_in)`` or ``(B, T, d_in)``.
+    """Check a module input of shape ``(T, d_in)`` or ``(B, T, d_in)``; ``x`` if valid.
 
-    Args:
-        name: The argument's name, used in the error message.
-        x: The value passed.
-        width: The feature width the module was built for.
-        tokens: How the docs name the token axis (``T``, ``L`` or ``S``).
-        width_name: How the docs name the width (``d_in``, ``kdim``, ...).
-
-    Returns:
-        ``x``, now known to be a floating tensor of a valid shape.
+    ``tokens`` and ``width_name`` are how the message names the token axis and the width.
     """
     tensor = check_floating(name, x)
     if tensor.dim() not in (2, 3) or tensor.shape[-1] != width:
@@ -154,16 +141,9 @@ def check_features(
 
 
 def check_vectors(name: str, x: object, width: int, weight: Tensor) -> Tensor:
-    """Check the input of a module that works on each vector alone: ``(..., width)``.
+    """Check the input ``(..., width)`` of a module that works on each vector alone.
 
-    Args:
-        name: The argument's name, used in the error message.
-        x: The value passed.
-        width: The vector width the module was built for (``d_model``).
-        weight: A parameter of the module: ``x`` must share its device and dtype.
-
-    Returns:
-        ``x``, now known to be a floating tensor of a valid shape, device and dtype.
+    ``x`` must share ``weight``'s device and dtype.
     """
     tensor = check_floating(name, x)
     if tensor.dim() == 0 or tensor.shape[-1] != width:
@@ -188,22 +168,10 @@ def check_attention_args(
 ) -> tuple[tuple[int, ...], int]:
     """Check the arguments of scaled dot-product attention before computing anything.
 
-    The one check of every attention entry point (the functional path, ``attend``,
-    flash and ring attention); the kernels they call check nothing again.
-
-    Returns:
-        ``(batch, group)``: the broadcast batch shape ``(N, ...)`` of query, key and
-        value (with ``enable_gqa``, counting the query's ``Hq`` heads), and the query
-        heads per key/value head (``1`` without ``enable_gqa``).
-
-    Raises:
-        TypeError: A non-tensor, a non-floating tensor, mismatched dtypes, a mask of the
-            wrong dtype, a flag that is not a bool, or a scale that is not a number.
-        ValueError: A rank below 2 (3 with ``enable_gqa``), tensors on different
-            devices, mismatched ``E`` or ``S``, batch dims that do not broadcast, head
-            counts that do not group, a mask that does not broadcast to
-            ``(N, ..., L, S)``, both a mask and ``is_causal``, or ``dropout_p`` outside
-            ``[0, 1]``.
+    The one check of every attention entry point; the kernels they call check nothing
+    again. Returns ``(batch, group)``: the broadcast batch shape ``(N, ...)`` (with
+    ``enable_gqa``, counting the query's ``Hq`` heads) and the query heads per key/value
+    head (``1`` without ``enable_gqa``).
     """
     q = check_floating("query", query)
     k = check_floating("key", key)
@@ -287,20 +255,9 @@ def check_mask(
 ) -> Tensor:
     """Check that a mask is boolean (or the query's dtype), on its device, and broadcasts.
 
-    The one mask check: ``attn_mask`` and ``key_padding_mask`` alike.
-
-    Args:
-        name: The argument's name, used in the error message.
-        mask: The mask passed.
-        target: The shape the mask must broadcast to.
-        query: The query (or input) the mask goes with: a float mask must have its
-            dtype, and any mask its device.
-        wanted: How the docs write ``target``.
-        meaning: What a boolean ``True`` means, for the message.
-        query_name: How the message names ``query``.
-
-    Returns:
-        The mask, now known to be valid.
+    The one mask check, for ``attn_mask`` and ``key_padding_mask`` alike: ``target`` is
+    the shape it must broadcast to, ``wanted`` how the docs write it, ``meaning`` what a
+    boolean ``True`` means, for the message.
     """
     tensor = check_tensor(name, mask)
     if tensor.dtype != torch.bool and tensor.dtype != query.dtype:
@@ -320,17 +277,9 @@ def check_mask(
 def check_key_padding_mask(
     mask: object, batch: tuple[int, ...], S: int, query: Tensor, query_name: str = "query"
 ) -> Tensor:
-    """Check a key padding mask: bool (``True`` = real token) or float, one entry per key.
+    """Check a key padding mask, bool or float, that broadcasts to ``(*batch, S)``.
 
-    Args:
-        mask: The mask passed.
-        batch: The input's batch shape: ``(B,)``, or ``()`` for an unbatched input.
-        S: The number of keys.
-        query: The module's query input (the mask's dtype and device must match it).
-        query_name: How the message names ``query``.
-
-    Returns:
-        The mask, now known to broadcast to ``(*batch, S)``.
+    ``batch`` is ``(B,)``, or ``()`` for an unbatched input.
     """
     return check_mask(
         "key_padding_mask",
@@ -372,22 +321,8 @@ def check_number(
 ) -> float:
     """Return ``value`` as a float if it is a finite real number in range, else raise.
 
-    NaN and the infinities are refused (``nan < 0`` is false, so a plain range check
-    lets NaN through).
-
-    Args:
-        name: The argument's name, used in the error message.
-        value: The value passed.
-        at_least: Smallest value allowed.
-        above: The value must be greater than this.
-        at_most: Largest value allowed.
-
-    Returns:
-        ``value`` as a float.
-
-    Raises:
-        TypeError: Not an ``int`` or ``float`` (a bool is not a number here).
-        ValueError: NaN, infinite, or out of range.
+    NaN is refused explicitly (``nan < 0`` is false, so a range check lets it through);
+    a bool is not a number here.
     """
     bounds = [f">= {at_least}"] if at_least is not None else []
     bounds += [f"> {above}"] if above is not None else []
@@ -451,13 +386,9 @@ def check_integer_tensor(name: str, value: object, wanted: str = "integer token 
 
 
 def check_logits_and_ids(logits: object, input_ids: object) -> tuple[Tensor, Tensor]:
-    """Return floating ``logits`` ``(B, T, V)`` and integer ``input_ids`` as ``(B, T)``.
+    """Return floating ``logits (B, T, V)`` and integer ``input_ids`` as ``(B, T)``.
 
     ``input_ids`` may be one sequence ``(T,)``; it comes back with a batch dim of 1.
-
-    Raises:
-        TypeError: ``logits`` is not a floating tensor or ``input_ids`` not an integer one.
-        ValueError: ``logits`` is not ``(B, T, V)`` for the ``(B, T)`` of ``input_ids``.
     """
     logits = check_floating("logits", logits)
     ids = check_integer_tensor("input_ids", input_ids)
@@ -473,12 +404,8 @@ def check_logits_and_ids(logits: object, input_ids: object) -> tuple[Tensor, Ten
 def check_token_range(name: str, ids: Tensor, vocab_size: int) -> Tensor:
     """Return integer ``ids`` as int64 if every one is in ``0 .. vocab_size - 1``, else raise.
 
-    uint16, uint32 and uint64 tensors have no ``min``/``max`` in PyTorch, so the ids are
-    read as int64 first; a uint64 id of ``2**63`` or more turns negative there and is
-    reported as such.
-
-    Raises:
-        ValueError: An id outside the vocabulary.
+    Unsigned tensors have no ``min``/``max`` in PyTorch, so the ids are read as int64
+    first; a uint64 id of ``2**63`` or more turns negative there and is reported as such.
     """
     ids64 = ids.long()  # (...): no copy for int64
     if ids64.numel() == 0:

@@ -1,9 +1,8 @@
 """Additive (Bahdanau-style) attention scores: the score function before dot products.
 
 Bahdanau, Cho and Bengio (2015) scored a decoder state ``q`` against every encoder
-state ``k`` with a one-hidden-layer network, ``score(q, k) = v . tanh(q W_q + k W_k)``.
-The rest of attention (softmax over the keys, weighted sum of the values) is the same
-as for dot-product scores, so only the score function lives here.
+state ``k`` with ``score(q, k) = v . tanh(q W_q + k W_k)``; the rest of attention is
+the same as for dot-product scores, so only the score function lives here.
 """
 
 from __future__ import annotations
@@ -28,24 +27,12 @@ def additive_attention_scores(
 ) -> Tensor:
     """Additive attention scores ``v . tanh(q_i W_query + k_j W_key)`` for every pair.
 
-    Args:
-        queries: Query vectors of width ``E_q``.
-        keys: Key vectors of width ``E_k`` (need not equal ``E_q``).
-        W_query: Projection of the queries into the hidden width ``A``.
-        W_key: Projection of the keys into the same hidden width ``A``.
-        w_score: The vector ``v`` that turns a hidden vector into one score.
-
-    Returns:
-        Scores ``omega[..., i, j]``, one per query and key.
+    Queries and keys may differ in width; both are projected to the hidden width ``A``.
 
     Shape:
         queries: ``(N, ..., L, E_q)``; keys: ``(N, ..., S, E_k)``;
         W_query: ``(E_q, A)``; W_key: ``(E_k, A)``; w_score: ``(A,)``;
         output ``(N, ..., L, S)``.
-
-    Raises:
-        TypeError: If an argument is not a floating-point tensor.
-        ValueError: If a shape does not match the legend above.
     """
     queries = check_floating("queries", queries)
     keys = check_floating("keys", keys)
@@ -94,13 +81,8 @@ def additive_attention_scores(
 class AdditiveAttention(nn.Module):
     """Trainable additive attention scores, as in Bahdanau et al. (2015).
 
-    Args:
-        query_dim: Width ``E_q`` of the queries.
-        key_dim: Width ``E_k`` of the keys.
-        hidden_dim: Width ``A`` of the hidden layer.
-
-    Shape:
-        queries ``(N, ..., L, E_q)``, keys ``(N, ..., S, E_k)`` -> scores ``(N, ..., L, S)``.
+    ``queries (N, ..., L, query_dim)`` and ``keys (N, ..., S, key_dim)`` give scores
+    ``(N, ..., L, S)`` through a hidden layer of width ``hidden_dim``.
     """
 
     def __init__(self, query_dim: int, key_dim: int, hidden_dim: int) -> None:
@@ -113,13 +95,5 @@ class AdditiveAttention(nn.Module):
         self.w_score = nn.Parameter(torch.rand(hidden_dim))
 
     def forward(self, queries: Tensor, keys: Tensor) -> Tensor:
-        """Score every query against every key.
-
-        Args:
-            queries: ``(N, ..., L, E_q)``.
-            keys: ``(N, ..., S, E_k)``.
-
-        Returns:
-            Scores ``(N, ..., L, S)``.
-        """
+        """Score every query against every key."""
         return additive_attention_scores(queries, keys, self.W_query, self.W_key, self.w_score)

@@ -1,13 +1,7 @@
 """The worked inputs of the source tutorials, so a code block starts from one import.
 
-Every function returns fresh tensors (no shared state between code blocks), and
-seeded ones leave the global random state untouched.
-
-Example:
-    >>> from attnlab import examples
-    >>> sentence = examples.your_journey()
-    >>> sentence.inputs.shape
-    torch.Size([6, 3])
+Every function returns fresh tensors, and seeded ones leave the global random state
+untouched (a private generator, or ``torch.random.fork_rng``).
 """
 
 from __future__ import annotations
@@ -41,12 +35,7 @@ __all__ = [
 
 
 class Sentence(NamedTuple):
-    """A sentence with one hand-made embedding per word.
-
-    Attributes:
-        words: The tokens, in order.
-        inputs: One row per token, shape ``(T, d_in)``.
-    """
+    """A sentence's ``words`` and one hand-made embedding per word, ``inputs (T, d_in)``."""
 
     words: tuple[str, ...]
     inputs: Tensor
@@ -55,13 +44,8 @@ class Sentence(NamedTuple):
 class EmbeddedSentence(NamedTuple):
     """A sentence turned into vectors by a seeded ``nn.Embedding``.
 
-    Attributes:
-        text: The raw sentence.
-        words: Its tokens (punctuation removed), in order.
-        vocab: Token to id, ids assigned in sorted order of the tokens.
-        token_ids: The sentence as ids, shape ``(T,)``.
-        embedding: The seeded embedding layer, ``nn.Embedding(len(vocab), d)``.
-        inputs: The embedded sentence, detached, shape ``(T, d)``.
+    ``vocab`` numbers the tokens in sorted order; ``token_ids`` is ``(T,)`` and ``inputs``
+    the detached embeddings ``(T, d)``.
     """
 
     text: str
@@ -73,17 +57,9 @@ class EmbeddedSentence(NamedTuple):
 
 
 class IllustratedExample(NamedTuple):
-    """The three 4-d inputs and integer weights of the illustrated walkthrough.
+    """The illustrated walkthrough's three 4-d inputs ``(3, 4)`` and integer weights ``(4, 3)``.
 
-    The weights multiply from the right (``inputs @ W_key``), so each is
-    ``(d_in, d_out) = (4, 3)``.
-
-    Attributes:
-        words: Names of the inputs.
-        inputs: Shape ``(3, 4)``.
-        W_key: Shape ``(4, 3)``.
-        W_query: Shape ``(4, 3)``.
-        W_value: Shape ``(4, 3)``.
+    The weights multiply from the right: ``inputs @ W_key``.
     """
 
     words: tuple[str, ...]
@@ -94,13 +70,7 @@ class IllustratedExample(NamedTuple):
 
 
 class QKVWeights(NamedTuple):
-    """Three projection matrices that multiply from the right: ``inputs @ W_query``.
-
-    Attributes:
-        W_query: Shape ``(d_in, d_out)``.
-        W_key: Shape ``(d_in, d_out)``.
-        W_value: Shape ``(d_in, d_v)``.
-    """
+    """Three projection matrices that multiply from the right: ``inputs @ W_query``."""
 
     W_query: Tensor
     W_key: Tensor
@@ -108,11 +78,7 @@ class QKVWeights(NamedTuple):
 
 
 def your_journey() -> Sentence:
-    """The sentence "Your journey starts with one step": six hand-made 3-d embeddings.
-
-    Returns:
-        The sentence; ``inputs`` has shape ``(6, 3)``.
-    """
+    """The sentence "Your journey starts with one step": six hand-made 3-d embeddings."""
     inputs = torch.tensor(
         [
             [0.43, 0.15, 0.89],  # Your     (x^(1))
@@ -127,11 +93,7 @@ def your_journey() -> Sentence:
 
 
 def dream_big() -> Sentence:
-    """The sentence "Dream big and work for it": six hand-made 3-d embeddings.
-
-    Returns:
-        The sentence; ``inputs`` has shape ``(6, 3)``.
-    """
+    """The sentence "Dream big and work for it": six hand-made 3-d embeddings."""
     inputs = torch.tensor(
         [
             [0.72, 0.45, 0.31],  # Dream  (x^(1))
@@ -148,14 +110,8 @@ def dream_big() -> Sentence:
 def build_vocab(text: str) -> dict[str, int]:
     """Map each distinct token of ``text`` to an id, in sorted token order.
 
-    Tokens are the text's words with commas removed; sorting is by code point, so
-    capitalised words come first.
-
-    Args:
-        text: A sentence.
-
-    Returns:
-        A dict from token to id ``0, 1, ...``.
+    Tokens are the words with commas removed; sorting is by code point, so capitalised
+    words come first.
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str; got {type(text).__name__}")
@@ -163,14 +119,7 @@ def build_vocab(text: str) -> dict[str, int]:
 
 
 def tokenize(text: str, vocab: dict[str, int]) -> Tensor:
-    """Turn ``text`` into a tensor of token ids.
-
-    Args:
-        text: A sentence.
-        vocab: Token to id, as from [`build_vocab`][attnlab.examples.build_vocab].
-
-    Returns:
-        Token ids, shape ``(T,)``.
+    """``text`` as token ids ``(T,)``, by a [`build_vocab`][attnlab.examples.build_vocab] vocab.
 
     Raises:
         ValueError: A token of ``text`` is not in ``vocab``.
@@ -185,15 +134,7 @@ def tokenize(text: str, vocab: dict[str, int]) -> Tensor:
 def life_is_short(embed_dim: int = 16, seed: int = 123) -> EmbeddedSentence:
     """The sentence "Life is short, eat dessert first", embedded by a seeded ``nn.Embedding``.
 
-    Reproduces ``torch.manual_seed(seed); nn.Embedding(6, embed_dim)`` without
-    touching the global random state.
-
-    Args:
-        embed_dim: Width ``d`` of each token vector.
-        seed: Seed for the embedding's initial weights.
-
-    Returns:
-        The embedded sentence; ``inputs`` has shape ``(6, embed_dim)``.
+    The same numbers as ``torch.manual_seed(seed); nn.Embedding(6, embed_dim)``.
     """
     check_positive_int("embed_dim", embed_dim)
     check_int("seed", seed)
@@ -209,11 +150,7 @@ def life_is_short(embed_dim: int = 16, seed: int = 123) -> EmbeddedSentence:
 
 
 def illustrated() -> IllustratedExample:
-    """The illustrated walkthrough's three inputs and integer weight matrices.
-
-    Returns:
-        Inputs ``(3, 4)`` and weights ``(4, 3)``, all float32.
-    """
+    """The illustrated walkthrough's three inputs and integer weight matrices, float32."""
     inputs = torch.tensor([[1, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]], dtype=torch.float32)
     W_key = torch.tensor([[0, 0, 1], [1, 1, 0], [0, 1, 0], [1, 1, 0]], dtype=torch.float32)
     W_query = torch.tensor([[1, 0, 1], [1, 0, 0], [0, 0, 1], [0, 1, 1]], dtype=torch.float32)
@@ -222,21 +159,11 @@ def illustrated() -> IllustratedExample:
 
 
 def second_sequence(num_tokens: int = 8, embed_dim: int = 16, seed: int = 456) -> Tensor:
-    """A second input sequence for cross-attention: uniform numbers from its own seeded draw.
+    """A second input sequence for cross-attention: ``(num_tokens, embed_dim)``, uniform.
 
-    The tutorial draws it from PyTorch's global random state, right after the weight
-    matrices seeded with 123, so its numbers depend on which cells ran before. Here it
-    comes from a private generator with its own seed (456, not the weights' 123, so it
-    does not repeat the rows of ``W_query``) and leaves the global random state alone.
-
-    Args:
-        num_tokens: Length ``S`` of the sequence.
-        embed_dim: Width of each token vector.
-        seed: Seed of the private generator.
-
-    Returns:
-        Uniform values in ``[0, 1)``, shape ``(num_tokens, embed_dim)``: ``(8, 16)`` by
-        default.
+    The tutorial draws it from the global random state, so its numbers depend on which
+    cells ran before; here a private generator has its own seed (456, not the weights'
+    123, so it does not repeat the rows of ``W_query``).
     """
     check_positive_int("num_tokens", num_tokens)
     check_positive_int("embed_dim", embed_dim)
@@ -255,32 +182,12 @@ def seeded_weights(
 ) -> QKVWeights:
     """The tutorials' seeded query, key and value matrices, uniform in ``[0, 1)``.
 
-    Reproduces ``torch.manual_seed(seed)`` followed by three ``torch.rand`` draws in
-    the order query, key, value, without touching the global random state. By default
-    each matrix is drawn as ``torch.rand(d_in, d_out)``, exactly as
-    [`SelfAttentionV1`][attnlab.SelfAttentionV1] draws its parameters, so under the same
-    seed the two hold the same numbers.
-
-    With ``drawn_transposed=True`` each matrix is drawn as ``torch.rand(d_out, d_in)``,
-    the layout of the from-scratch article (which writes ``W_query @ x``) and of
-    ``nn.Linear.weight``, and returned transposed: ``inputs @ W_query`` then gives the
-    article's numbers in the row convention of the rest of the site.
-
-    Args:
-        d_in: Width of each input row.
-        d_out: Width of the queries and keys.
-        d_v: Width of the values; defaults to ``d_out``.
-        seed: The seed set before the first draw.
-        drawn_transposed: Draw ``(d_out, d_in)`` matrices and return their transposes.
-
-    Returns:
-        ``(W_query, W_key, W_value)``, float32.
-
-    Raises:
-        ValueError: A width that is not positive.
-
-    Shape:
-        W_query: ``(d_in, d_out)``; W_key: ``(d_in, d_out)``; W_value: ``(d_in, d_v)``.
+    The same numbers as ``torch.manual_seed(seed)`` and three ``torch.rand(d_in, width)``
+    draws (query, key, value), as [`SelfAttentionV1`][attnlab.SelfAttentionV1] draws its
+    parameters. ``d_v`` defaults to ``d_out``. With ``drawn_transposed=True`` each is drawn
+    as ``torch.rand(width, d_in)`` (the from-scratch article's ``W_query @ x`` layout, and
+    ``nn.Linear.weight``'s) and returned transposed, so ``inputs @ W_query`` gives the
+    article's numbers in the site's row convention.
     """
     check_positive_int("d_in", d_in)
     check_positive_int("d_out", d_out)
@@ -297,26 +204,11 @@ def seeded_weights(
 def random_query_key_pairs(
     d_k: int, num_pairs: int = 10_000, seed: int = 123
 ) -> tuple[Tensor, Tensor]:
-    """Random query and key vectors with independent standard-normal entries (float64).
+    """``num_pairs`` standard-normal query and key vectors of width ``d_k`` (float64).
 
-    The draws of the chapter on scaling: each width gets its own generator seeded
-    with ``seed``, queries drawn first, so an experiment at one width gives the same
-    numbers whatever other widths were run before it. The global random state is
-    untouched.
-
-    Args:
-        d_k: Width of each query and key.
-        num_pairs: How many ``(query, key)`` pairs.
-        seed: Seed of the private generator.
-
-    Returns:
-        ``(queries, keys)``; row ``i`` of each makes pair ``i``.
-
-    Raises:
-        ValueError: ``d_k`` or ``num_pairs`` is not positive.
-
-    Shape:
-        queries: ``(num_pairs, d_k)``; keys: ``(num_pairs, d_k)``.
+    The draws of the chapter on scaling: each call has its own generator seeded with
+    ``seed``, queries drawn first, so one width gives the same numbers whatever other
+    widths ran before it. Row ``i`` of each makes pair ``i``.
     """
     check_positive_int("d_k", d_k)
     check_positive_int("num_pairs", num_pairs)
@@ -343,24 +235,12 @@ class _DecoderBlock(nn.Module):
 
 
 class TinyDecoder(nn.Module):
-    """The whole decoder of the big-picture chapter, untrained.
+    """The whole decoder of the big-picture chapter, untrained: ``(B, T)`` ids to logits.
 
-    Token embedding plus a learned position embedding, ``num_blocks`` pre-norm blocks
-    (LayerNorm, causal multi-head attention, residual; LayerNorm, feed-forward,
-    residual), then LayerNorm and a linear map to the vocabulary. The submodules are
-    created in the chapter's order (``embed``, ``position``, ``blocks``, ``to_logits``),
-    so under the same seed they hold the chapter's numbers.
-
-    Args:
-        vocab_size: Number of token ids.
-        d: Width of every token vector.
-        context_length: Most tokens per sequence (rows of the position embedding).
-        num_blocks: Blocks ``N``.
-        num_heads: Attention heads per block; must divide ``d``.
-
-    Shape:
-        token_ids: ``(B, T)`` integers, ``T <= context_length``; result:
-        ``(B, T, vocab_size)``.
+    Token plus learned position embedding, ``num_blocks`` pre-norm blocks (causal
+    multi-head attention and a feed-forward network, each with a residual), then
+    LayerNorm and a linear map to the vocabulary. The submodules are created in the
+    chapter's order, so under the same seed they hold the chapter's numbers.
     """
 
     def __init__(
@@ -404,21 +284,7 @@ def tiny_decoder(
     num_heads: int = 2,
     seed: int = 0,
 ) -> TinyDecoder:
-    """The big-picture chapter's two-block decoder, built under ``torch.manual_seed(seed)``.
-
-    The global random state is left untouched.
-
-    Args:
-        vocab_size: Number of token ids.
-        d: Width of every token vector.
-        context_length: Most tokens per sequence.
-        num_blocks: Blocks ``N``.
-        num_heads: Attention heads per block.
-        seed: The seed set before the first submodule is created.
-
-    Returns:
-        The untrained [`TinyDecoder`][attnlab.examples.TinyDecoder].
-    """
+    """The big-picture chapter's two-block decoder, built under ``torch.manual_seed(seed)``."""
     check_int("seed", seed)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

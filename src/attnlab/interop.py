@@ -1,13 +1,10 @@
 """Weight bookkeeping between this package's multi-head modules and PyTorch's.
 
-The one home of the layouts: ``torch.nn.MultiheadAttention``'s fused
-``in_proj_weight`` (``(3E, E)``) split into, and joined from, the three projections
-``W_query``/``W_key``/``W_value``; and the per-head projections of a
-[`MultiHeadAttentionWrapper`][attnlab.MultiHeadAttentionWrapper] stacked into one.
-``from_torch``, ``to_torch`` and ``from_wrapper`` of
-[`MultiHeadAttention`][attnlab.MultiHeadAttention] build the modules and call these
-functions, which know the modules only by the attributes of ``FusedProjections``
-(so this module imports none of them).
+The one home of the layouts: ``nn.MultiheadAttention``'s fused ``in_proj_weight``
+``(3E, E)`` split into and joined from ``W_query``/``W_key``/``W_value``, and a
+[`MultiHeadAttentionWrapper`][attnlab.MultiHeadAttentionWrapper]'s per-head
+projections stacked into one. It knows the modules only by the attributes of
+``FusedProjections``, so it imports none of them.
 """
 
 from __future__ import annotations
@@ -123,11 +120,7 @@ def copy_from_heads(fused: FusedProjections, heads: Sequence[nn.Module]) -> None
 def to_torch_mha(
     mha: FusedProjections, *, batch_first: bool | None = None
 ) -> nn.MultiheadAttention:
-    """Build a ``torch.nn.MultiheadAttention`` equal to ``mha``.
-
-    The implementation behind ``MultiHeadAttention.to_torch``, whose docstring states
-    the full contract.
-    """
+    """Build a ``torch.nn.MultiheadAttention`` equal to ``mha``: ``MultiHeadAttention.to_torch``."""
     if mha.d_in != mha.d_out:
         raise ValueError(
             "to_torch needs d_in == d_out (nn.MultiheadAttention has one embed_dim); "

@@ -1,9 +1,6 @@
 """Run a function in ``P`` local processes that form a ``torch.distributed`` group.
 
-[`run_local`][attnlab.launch.run_local] forks ``P`` processes on this machine, which
-join a gloo process group that rendezvouses and talks on 127.0.0.1 only (at a port the
-OS picks); it is how the site runs [`ring_attention`][attnlab.ring.ring_attention] on
-one CPU. Every process is joined or terminated before it returns.
+How the site runs [`ring_attention`][attnlab.ring.ring_attention] on one CPU.
 """
 
 from __future__ import annotations
@@ -135,20 +132,13 @@ def run_local(
 ) -> list[Any]:
     """Run ``fn(rank, world_size, *args)`` in ``world_size`` local processes, one per rank.
 
-    The processes are forked (so ``fn`` may be defined anywhere, a docs block
-    included), join a gloo process group that rendezvouses and talks on 127.0.0.1 only
-    (at a port the OS picks), and are always joined or terminated before this returns.
-    Joining can fail now and then for reasons outside the program (gloo's connections
-    between the ranks, on a loaded machine: PyTorch's own gloo tests meet the same):
-    then every rank is stopped and all are started again, up to ``JOIN_ATTEMPTS``
-    times. A failure inside ``fn`` is never retried.
-
-    Args:
-        fn: Called as ``fn(rank, world_size, *args)`` in each process; its return value
-            must pickle.
-        world_size: ``P``, the number of processes.
-        *args: Extra arguments for ``fn``.
-        timeout_s: Bound on the rendezvous, each collective and the wait for results.
+    The processes are forked (so ``fn`` may be defined anywhere, a docs block included),
+    join a gloo group that talks on 127.0.0.1 only (at a port the OS picks), and are
+    always joined or terminated before this returns; ``fn``'s results must pickle.
+    Joining can fail now and then on a loaded machine (gloo's connections; PyTorch's own
+    gloo tests meet the same): then every rank is restarted, up to ``JOIN_ATTEMPTS``
+    times. A failure inside ``fn`` is never retried. ``timeout_s`` bounds the
+    rendezvous, each collective and the wait for results.
 
     Returns:
         ``[fn's result on rank 0, ..., on rank P - 1]``.

@@ -1,16 +1,6 @@
 """Memory probes of this process, read from Linux's ``/proc``.
 
-The one home of the memory measurements that the benchmark and ring attention's
-per-rank measurement share:
-
-* [`read_status_kib`][attnlab.memory.read_status_kib] reads a field of
-  ``/proc/self/status`` (``VmRSS``, the resident set; ``VmHWM``, its peak);
-* [`reset_peak`][attnlab.memory.reset_peak] sets the peak back to the current size;
-* [`release_free_memory`][attnlab.memory.release_free_memory] hands freed heap pages
-  back to the OS, so that the resident set follows the live tensors;
-* [`peak_extra_bytes`][attnlab.memory.peak_extra_bytes] measures how far one call
-  raises the peak resident set, beyond its output;
-* [`available_mib`][attnlab.memory.available_mib]: what the OS can still give.
+The one home of the measurements that the benchmark and ring attention share.
 """
 
 from __future__ import annotations
@@ -83,10 +73,8 @@ def available_mib() -> float:
 def peak_extra_bytes(run: Callable[[], Tensor]) -> int:
     """How far ``run()`` raises this process's peak resident memory, minus its output.
 
-    ``run`` is called twice: once to warm up (thread pools, communication buffers),
-    then measured. The peak resident set (``VmHWM``) is reset right before the
-    measured call, as the benchmark does, so the result is the memory the call needed
-    beyond what the process already held.
+    ``run`` is called once to warm up (thread pools, buffers), then measured with the
+    peak (``VmHWM``) reset right before it.
 
     Raises:
         RuntimeError: ``/proc/self/clear_refs`` is unavailable (not Linux).

@@ -5,24 +5,12 @@ value stored under it::
 
     pairs: (c, 7) (a, 2) (f, 5) (b, 0)      query: f      answer: 5
 
-Attention is retrieval by similarity, so the task fits it exactly: the query token
-must put its weight on the one pair whose key matches, and copy that pair's value.
-Random weights cannot do that (every pair looks about equally relevant); a trained
-model must learn a sharp pattern.
-
-The model is the package's own [`MultiHeadAttention`][attnlab.MultiHeadAttention]
-between two small embeddings and a linear read-out:
-
-* each pair is **one token**, ``key_embedding[k] + value_embedding[v]``, so no position
-  information is needed: which value belongs to which key is in the token itself;
-* the query token is ``key_embedding[q]``;
-* the query token attends to the pair tokens (cross-attention, one query row), with a
-  key padding mask hiding the unused slots of shorter sequences;
-* ``readout`` turns the attention output into one logit per value.
-
-Everything is seeded: the same seed gives the same data, the same initial weights and
-the same trained model. Shapes: ``B`` sequences, ``P`` pair slots (the longest
-sequence), ``d_model`` the embedding width, ``V`` values.
+The model is the package's [`MultiHeadAttention`][attnlab.MultiHeadAttention] between
+two small embeddings and a linear read-out. Each pair is **one token**,
+``key_embedding[k] + value_embedding[v]`` (so no position information is needed); the
+query token ``key_embedding[q]`` attends to the pair tokens, a key padding mask hiding
+the unused slots; ``readout`` gives one logit per value. Everything is seeded. Shapes:
+``B`` sequences, ``P`` pair slots, ``V`` values.
 """
 
 from __future__ import annotations
@@ -61,11 +49,9 @@ __all__ = [
 class RecallTask:
     """The sizes of an associative-recall task.
 
-    Attributes:
-        num_keys: How many distinct key symbols exist (written ``a``, ``b``, ...).
-        num_values: How many distinct value symbols exist (written ``0``, ``1``, ...).
-        min_pairs: Fewest pairs stored in one sequence.
-        max_pairs: Most pairs stored in one sequence (also the number of slots ``P``).
+    ``num_keys`` key symbols (``a``, ``b``, ...), ``num_values`` value symbols (``0``,
+    ``1``, ...), and between ``min_pairs`` and ``max_pairs`` pairs per sequence
+    (``max_pairs`` is the number of slots ``P``).
     """
 
     num_keys: int = 16
@@ -92,14 +78,10 @@ class RecallTask:
 class RecallBatch(NamedTuple):
     """A batch of recall sequences.
 
-    Attributes:
-        keys: The key of every pair slot, ``(B, P)``; unused slots hold stale random keys.
-        values: The value of every pair slot, ``(B, P)``; unused slots hold stale values.
-        present: ``(B, P)`` bool, ``True`` for the slots that hold a real pair (the key
-            padding mask, in SDPA's polarity).
-        query: The key asked for, ``(B,)``.
-        target: The value stored under it, ``(B,)``.
-        position: The slot of the matching pair, ``(B,)``.
+    ``keys``, ``values`` and ``present`` are ``(B, P)``; ``query``, ``target`` and
+    ``position`` ``(B,)``. ``present`` is the key padding mask (``True``: the slot
+    holds a real pair; the others hold stale random pairs); ``position`` is the slot of
+    the matching pair.
     """
 
     keys: Tensor
@@ -113,22 +95,10 @@ class RecallBatch(NamedTuple):
 def make_batch(task: RecallTask, batch_size: int, generator: torch.Generator) -> RecallBatch:
     """Draw ``batch_size`` recall sequences from ``generator``.
 
-    Every sequence stores between ``min_pairs`` and ``max_pairs`` pairs with distinct
-    keys and random values, then asks for one of its keys. Slots past a sequence's
-    length are *not* blank: they hold leftover random pairs (as a reused buffer would),
-    which only the key padding mask keeps the model from reading.
-
-    Args:
-        task: The task's sizes.
-        batch_size: How many sequences ``B``.
-        generator: The random source; the same state gives the same batch.
-
-    Returns:
-        The batch.
-
-    Shape:
-        keys, values, present: ``(B, P)`` with ``P = task.max_pairs``; query, target,
-        position: ``(B,)``.
+    Every sequence stores between ``min_pairs`` and ``max_pairs`` pairs with distinct keys
+    and random values, then asks for one of its keys. Slots past a sequence's length are
+    *not* blank: they hold leftover random pairs (as a reused buffer would), which only the
+    key padding mask keeps the model from reading.
     """
     B, P = check_positive_int("batch_size", batch_size), task.max_pairs
     # Distinct keys per sequence: the first P entries of a random permutation.
@@ -150,17 +120,8 @@ def make_batch(task: RecallTask, batch_size: int, generator: torch.Generator) ->
 class RecallModel(nn.Module):
     """One attention layer that can learn associative recall.
 
-    Args:
-        task: The task it is for (its numbers of keys and values).
-        d_model: Width of the embeddings and of the attention.
-        num_heads: Heads of the attention layer.
-        scaled: Divide the scores by ``sqrt(head width)`` as every attention layer does.
-            ``False`` multiplies the query token by ``sqrt(D)`` first, which (with no
-            query bias) cancels that division: the scores become raw dot products.
-
-    Shape:
-        forward's batch: ``B`` sequences of ``P`` slots; output logits ``(B, V)`` and,
-        with ``need_weights``, the query's attention weights ``(B, P)``.
+    ``scaled=False`` multiplies the query token by ``sqrt(D)`` first, which (with no query
+    bias) cancels the layer's ``1 / sqrt(D)``: the scores become raw dot products.
     """
 
     def __init__(
@@ -175,19 +136,9 @@ class RecallModel(nn.Module):
         self.query_gain = 1.0 if scaled else math.sqrt(self.attention.head_dim)
 
     def forward(self, batch: RecallBatch, *, use_mask: bool = True) -> tuple[Tensor, Tensor]:
-        """Answer every sequence of ``batch``.
+        """``(logits (B, V), attn_weights (B, P))``: the answers and the query's weights.
 
-        Args:
-            batch: The sequences.
-            use_mask: Hide the unused slots with the key padding mask (the right thing);
-                ``False`` lets the query see the stale pairs too.
-
-        Returns:
-            ``(logits, attn_weights)``: one logit per value, and the query's weights
-            over the slots (averaged over heads).
-
-        Shape:
-            logits: ``(B, V)``; attn_weights: ``(B, P)``.
+        ``use_mask=False`` lets the query see the stale pairs too.
         """
         pairs = self.key_embedding(batch.keys) + self.value_embedding(batch.values)  # (B, P, d)
         query = self.key_embedding(batch.query)[:, None, :] * self.query_gain  # (B, 1, d)
@@ -200,12 +151,7 @@ class RecallModel(nn.Module):
 
 
 class TrainingHistory(NamedTuple):
-    """What happened during training.
-
-    Attributes:
-        loss: The training loss (cross-entropy) after each step.
-        seconds: Wall-clock time the training loop took.
-    """
+    """The training loss after each step, and the loop's wall-clock seconds."""
 
     loss: list[float]
     seconds: float
@@ -221,23 +167,10 @@ def train(
     use_mask: bool = True,
     progress: bool | None = None,
 ) -> TrainingHistory:
-    """Train ``model`` with Adam on fresh random batches (in place).
+    """Train ``model`` in place with Adam on a fresh batch per step; same seeds, same losses.
 
-    Each step is the loop that "Watch attention learn" writes out: a fresh batch, the
-    forward pass, the cross-entropy of the answer, ``backward()``, the optimiser's
-    ``step()``. Same seeds, same losses.
-
-    Args:
-        model: The model to train.
-        steps: Optimisation steps; each sees a new batch.
-        batch_size: Sequences per step.
-        lr: Adam's learning rate.
-        seed: Seed of the training data's generator.
-        use_mask: Train with the key padding mask.
-        progress: Show a tqdm progress bar; default: only when stderr is a terminal.
-
-    Returns:
-        The loss after each step and the time taken.
+    Each step is the loop that "Watch attention learn" writes out. ``progress`` shows a
+    tqdm bar (default: only when stderr is a terminal).
     """
     import time
 
@@ -280,31 +213,19 @@ def _progress_bar(total: int):  # type: ignore[no-untyped-def]
 def evaluate(
     model: RecallModel, batch: RecallBatch, *, use_mask: bool = True
 ) -> tuple[float, float]:
-    """Accuracy and mean attention on the matching key, on ``batch``.
-
-    Returns:
-        ``(accuracy, attention on the matching key)``: the fraction of sequences answered
-        correctly, and the mean weight the query puts on the slot of its matching pair.
-    """
+    """``(accuracy, mean attention on the matching key)`` of ``model`` on ``batch``."""
     logits, attn_weights = model(batch, use_mask=use_mask)
     accuracy = (logits.argmax(dim=-1) == batch.target).float().mean().item()
     return accuracy, matching_key_attention(attn_weights, batch).mean().item()
 
 
 def matching_key_attention(attn_weights: Tensor, batch: RecallBatch) -> Tensor:
-    """The weight each query puts on the slot of its matching pair.
-
-    Shape:
-        attn_weights: ``(B, P)``; output: ``(B,)``.
-    """
+    """The weight each query puts on the slot of its matching pair: ``(B, P) -> (B,)``."""
     return attn_weights[torch.arange(attn_weights.shape[0]), batch.position]
 
 
 def describe(task: RecallTask, batch: RecallBatch, index: int = 0) -> str:
-    """One sequence of ``batch`` as text: its real pairs, the query and the answer.
-
-    Example: ``"c:7 a:2 f:5 b:0 | f? -> 5"``.
-    """
+    """One sequence of ``batch`` as text, e.g. ``"c:7 a:2 f:5 b:0 | f? -> 5"``."""
     present = batch.present[index]
     pairs = [
         f"{task.key_name(int(k))}:{int(v)}"
@@ -317,15 +238,10 @@ def describe(task: RecallTask, batch: RecallBatch, index: int = 0) -> str:
 
 @torch.no_grad()
 def key_query_scores(model: RecallModel) -> Tensor:
-    """The scaled score of every key symbol as a query against every key symbol in a pair.
+    """The scaled score of every key symbol as a query against every key in a pair ``(K, K)``.
 
-    Row ``q``, column ``k``: the score the query token for key ``q`` gives a pair
-    holding key ``k``, from the key part of the pair alone
-    (``W_query(e_q) . W_key(e_k) / sqrt(D)``, averaged over heads). Recall works when
-    each row's largest entry is on the diagonal.
-
-    Shape:
-        output: ``(num_keys, num_keys)``.
+    From the key part of the pair alone (``W_query(e_q) . W_key(e_k) / sqrt(D)``, averaged
+    over heads). Recall works when each row's largest entry is on the diagonal.
     """
     attention = model.attention
     embeddings = model.key_embedding.weight  # (K, d)
@@ -350,17 +266,10 @@ def held_out_batch(size: int = 2000) -> RecallBatch:
 def trained_recall_model(
     seed: int = 0, num_heads: int = 1, scaled: bool = True, d_model: int = 32
 ) -> tuple[RecallModel, RecallModel, TrainingHistory]:
-    """The chapter's model, untrained and trained (cached: trained once per process).
+    """The chapter's model, ``(untrained, trained, history)``, trained once per process.
 
-    Args:
-        seed: Seeds the initial weights (``torch.manual_seed``) and the training data.
-        num_heads: Heads of the attention layer.
-        d_model: Width of the embeddings and of the attention.
-        scaled: Keep the ``1 / sqrt(D)`` scaling (see [`RecallModel`][attnlab.recall.RecallModel]).
-
-    Returns:
-        ``(untrained, trained, history)``: a copy of the model as initialised, the
-        trained model, and its training history. Treat them as read-only: they are shared.
+    ``seed`` seeds the initial weights and the training data. The models are shared by
+    the cache: treat them as read-only.
     """
     task = RecallTask()
     with torch.random.fork_rng():

@@ -1,26 +1,19 @@
 """Ring attention: one sequence split across the processes of a ``torch.distributed`` group.
 
-Each of ``P`` ranks holds a shard of the sequence (dim ``-2``) of the queries, keys and
-values. The key/value shards travel around a ring: at step ``s`` rank ``r`` holds the
-keys and values that started on rank ``(r - s) mod P``, computes the attention of its
-own queries to them with [`flash_attention`][attnlab.flash_attention] (which also
-returns each row's log-sum-exp), sends them on to rank ``r + 1`` and receives the next
-ones from rank ``r - 1``. After ``P`` steps every query has seen every key, and the
-partial results have been merged with the log-sum-exp rule of
-[`merge_partials`][attnlab.ring.merge_partials]: no rank ever holds more than two
-key/value shards, so memory per rank grows like ``T / P``. The backward pass runs the
-ring again, each key/value shard travelling with the gradients accumulated for it.
+Each of ``P`` ranks holds a shard of the sequence (dim ``-2``). The key/value shards
+travel around a ring: at step ``s`` rank ``r`` holds those that started on rank
+``(r - s) mod P``, attends its own queries to them with flash attention's blocks (which
+also give each row's log-sum-exp), and passes them on to rank ``r + 1``. The partial
+results merge by [`merge_partials`][attnlab.ring.merge_partials]'s log-sum-exp rule, so
+no rank holds more than two key/value shards: memory per rank grows like ``T / P``.
 
-Causal attention skips the (query chunk, key chunk) pairs that lie entirely in the
-future. With contiguous shards that leaves rank 0 almost idle and the last rank doing
-``P`` times more work; the ``"zigzag"`` layout gives rank ``r`` chunks ``r`` and
-``2P - 1 - r`` of ``2P``, one early and one late, and every rank the same work.
+Causal attention skips the chunk pairs entirely in the future; with contiguous shards
+that leaves rank 0 almost idle, so the ``"zigzag"`` layout gives rank ``r`` chunks ``r``
+and ``2P - 1 - r`` of ``2P``, and every rank the same work.
 
-[`run_local`][attnlab.ring.run_local] (at home in ``attnlab.launch``,
-re-exported here for the chapter) starts ``P`` local processes on the gloo backend, bound to
-127.0.0.1, so all of this runs on one CPU. ``ring_attention`` uses only
-``torch.distributed`` point-to-point calls, which NCCL also provides, but it is tested on
-gloo only.
+[`run_local`][attnlab.ring.run_local] (from ``attnlab.launch``) starts ``P`` local gloo
+processes on 127.0.0.1, so all of this runs on one CPU. Only point-to-point calls are
+used, which NCCL also provides, but it is tested on gloo only.
 """
 
 from __future__ import annotations
@@ -68,17 +61,9 @@ def _check_layout(layout: object) -> Layout:
 
 
 def chunk_ids(rank: int, world_size: int, layout: Layout = "contiguous") -> list[int]:
-    """The chunks of the sequence that ``rank`` holds, in order.
+    """The chunks of the sequence that ``rank`` holds: ``[r]`` or ``[r, 2P - 1 - r]``.
 
-    Args:
-        rank: The rank, ``0 <= rank < world_size``.
-        world_size: ``P``, the number of ranks.
-        layout: ``"contiguous"``: the sequence is cut into ``P`` chunks and rank ``r``
-            holds chunk ``r``. ``"zigzag"``: ``2P`` chunks, rank ``r`` holds chunks
-            ``r`` and ``2P - 1 - r``.
-
-    Returns:
-        The chunk indices, ``[r]`` or ``[r, 2P - 1 - r]``.
+    ``"contiguous"`` cuts the sequence into ``P`` chunks, ``"zigzag"`` into ``2P``.
     """
     if _check_layout(layout) == "contiguous":
         return [rank]
@@ -95,22 +80,12 @@ def _num_chunks(world_size: int, layout: Layout) -> int:
 
 
 def shard(x: Tensor, rank: int, world_size: int, layout: Layout = "contiguous") -> Tensor:
-    """The part of a full sequence ``x`` that ``rank`` holds.
+    """The part ``(..., T / P, E)`` of a full sequence ``x (..., T, E)`` that ``rank`` holds.
 
-    Args:
-        x: A full sequence, tokens on dim ``-2``.
-        rank: The rank.
-        world_size: ``P``.
-        layout: ``"contiguous"`` or ``"zigzag"`` (see [`chunk_ids`][attnlab.ring.chunk_ids]).
-
-    Returns:
-        The rank's chunks, concatenated along dim ``-2``.
+    Its chunks (see [`chunk_ids`][attnlab.ring.chunk_ids]), concatenated along dim ``-2``.
 
     Raises:
         ValueError: ``T`` is not a multiple of the number of chunks.
-
-    Shape:
-        x: ``(..., T, E)``; output: ``(..., T / P, E)``.
     """
     n = _num_chunks(world_size, _check_layout(layout))
     T = x.shape[-2]
@@ -124,11 +99,7 @@ def shard(x: Tensor, rank: int, world_size: int, layout: Layout = "contiguous") 
 
 
 def unshard(shards: list[Tensor], layout: Layout = "contiguous") -> Tensor:
-    """Put the ranks' shards (``shards[r]`` from rank ``r``) back in sequence order.
-
-    Shape:
-        shards: ``P`` tensors ``(..., T / P, E)``; output: ``(..., T, E)``.
-    """
+    """Put the ranks' shards (``shards[r]`` from rank ``r``) back in sequence order."""
     world_size = len(shards)
     per_rank = len(chunk_ids(0, world_size, layout))
     chunks: dict[int, Tensor] = {}
@@ -149,16 +120,10 @@ def ring_schedule(
 ) -> list[list[dict[str, Any]]]:
     """Who computes what at each step of the ring: the plan ``ring_attention`` follows.
 
-    Args:
-        world_size: ``P``.
-        is_causal: Whether pairs in the future are skipped.
-        layout: ``"contiguous"`` or ``"zigzag"``.
-
-    Returns:
-        ``schedule[step][rank]``: a dict with ``source`` (the rank whose keys and values
-        are visiting), ``pairs`` (``(query chunk, key chunk, kind)`` for each pair, kind
-        ``"full"``, ``"diagonal"`` or ``"skip"``) and ``work`` (the scores computed, in
-        units of one full ``(T / P, T / P)`` block; a diagonal block counts a half).
+    ``schedule[step][rank]`` holds ``source`` (the rank whose keys and values are
+    visiting), ``pairs`` (``(query chunk, key chunk, kind)``, kind ``"full"``,
+    ``"diagonal"`` or ``"skip"``) and ``work`` (scores computed, in full
+    ``(T / P, T / P)`` blocks; a diagonal block counts a half).
     """
     schedule = []
     for step in range(world_size):
@@ -183,23 +148,10 @@ def ring_schedule(
 def merge_partials(out_a: Tensor, lse_a: Tensor, out_b: Tensor, lse_b: Tensor) -> Tensor:
     """Merge two attention outputs over disjoint sets of keys into the output over both.
 
-    With ``lse`` the log-sum-exp of each row's scores over its keys, the softmax over
-    the union gives each part the weight ``exp(lse_part - lse_union)``: the flash
-    forward's rescaling factor ``exp(m_old - m_new)``, applied to normalised outputs.
-    A row with no keys in either part (``lse = -inf``) stays zero.
-
-    Args:
-        out_a: Output over the first keys.
-        lse_a: Its log-sum-exp per row.
-        out_b: Output over the second keys.
-        lse_b: Its log-sum-exp per row.
-
-    Returns:
-        ``torch.cat([output, lse[..., None]], dim=-1)``: the merged output with the merged
-        log-sum-exp as its last column.
-
-    Shape:
-        out: ``(..., L, Ev)``; lse: ``(..., L)``; returns ``(..., L, Ev + 1)``.
+    With ``lse`` each row's log-sum-exp over its keys, the softmax over the union weighs
+    each part by ``exp(lse_part - lse_union)``: flash attention's rescaling, applied to
+    normalised outputs. A row with no keys in either part stays zero. Returns
+    ``(..., L, Ev + 1)``: the merged output, the merged log-sum-exp as its last column.
     """
     lse = torch.logaddexp(lse_a, lse_b)  # (..., L)
     shift = row_shift(lse)
@@ -226,33 +178,16 @@ def ring_attention(
 ) -> Tensor:
     """Attention over a sequence sharded across the ranks of a process group.
 
-    Call it on every rank of ``group`` with that rank's shard (see
-    `attnlab.ring.shard`); it returns the rank's shard of the output, equal to
-    the matching rows of ``scaled_dot_product_attention`` on the whole sequence.
-    Gradients flow back through the ring: the backward pass runs the ring again,
-    and each key/value shard travels with the gradients accumulated for it, which
-    reach their own rank after one last step.
-
-    Args:
-        query: This rank's queries.
-        key: This rank's keys.
-        value: This rank's values.
-        is_causal: Causal attention over the whole sequence (pairs of chunks entirely
-            in the future are skipped, not computed).
-        group: The process group; the default group if ``None``.
-        layout: How the sequence was sharded: ``"contiguous"`` or ``"zigzag"``.
-
-    Returns:
-        This rank's rows of the attention output.
+    Call it on every rank of ``group`` (the default group if ``None``) with that rank's
+    shard (see [`shard`][attnlab.ring.shard]); it returns the rank's shard of the output,
+    equal to the matching rows of ``scaled_dot_product_attention`` on the whole sequence.
+    Gradients flow back through the ring: the backward runs the ring again, each
+    key/value shard travelling with the gradients accumulated for it.
 
     Raises:
         TypeError: Non-tensor or non-floating inputs, mismatched dtypes.
         ValueError: Mismatched shapes, query and key shards of different lengths, a
             shard that does not split into the layout's chunks, a bad layout.
-
-    Shape:
-        query, key: ``(N, ..., T / P, E)``; value: ``(N, ..., T / P, Ev)``;
-        output: ``(N, ..., T / P, Ev)``.
     """
     batch, _ = check_attention_args(query, key, value, None, 0.0, is_causal, None)
     layout = _check_layout(layout)

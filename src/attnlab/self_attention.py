@@ -1,9 +1,8 @@
-"""Compact self-attention modules: the same math, with trainable projections.
+"""Compact self-attention modules: ``(T, d_in)`` or ``(B, T, d_in)`` to ``(..., T, d_out)``.
 
-Both modules map ``(T, d_in)`` or ``(B, T, d_in)`` to ``(T, d_out)`` or
-``(B, T, d_out)``: project the input to queries, keys and values, then attend (the
-scale is ``1 / sqrt(d_out)``, the key width). Every token sees every token, except
-keys marked as padding by an optional ``key_padding_mask``.
+Project the input to queries, keys and values, then attend (the scale is
+``1 / sqrt(d_out)``, the key width). Every token sees every token, except keys marked
+as padding by an optional ``key_padding_mask``.
 """
 
 from __future__ import annotations
@@ -33,21 +32,10 @@ def _attend(
 
 
 class SelfAttentionV1(nn.Module):
-    """Self-attention with raw ``nn.Parameter`` weight matrices.
+    """Self-attention with raw ``nn.Parameter`` weight matrices: ``queries = x @ W_query``.
 
-    The weights are drawn by ``torch.rand(d_in, d_out)`` in the order query, key,
-    value, so ``torch.manual_seed(123)`` before construction reproduces the classic
-    numbers. Inputs multiply from the left: ``queries = x @ W_query``.
-
-    Args:
-        d_in: Width of each input token.
-        d_out: Width of queries, keys, values and output.
-        backend: How to compute attention: ``"torch"`` (default, fastest) or
-            ``"explicit"``.
-
-    Shape:
-        x: ``(T, d_in)`` or ``(B, T, d_in)``; output: ``(T, d_out)`` or
-        ``(B, T, d_out)``.
+    The weights are drawn by ``torch.rand(d_in, d_out)`` in the order query, key, value,
+    so ``torch.manual_seed(123)`` before construction reproduces the classic numbers.
     """
 
     def __init__(self, d_in: int, d_out: int, *, backend: Backend = "torch") -> None:
@@ -62,19 +50,8 @@ class SelfAttentionV1(nn.Module):
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
         """Attend over the tokens of ``x``.
 
-        Args:
-            x: The input tokens.
-            key_padding_mask: Optional, one entry per token: bool with ``True`` = real
-                token (may be attended to), ``False`` = padding; or float, added to the
-                scores. The **opposite** of ``nn.MultiheadAttention``'s boolean
-                convention.
-
-        Returns:
-            The context vectors.
-
-        Shape:
-            x: ``(T, d_in)`` or ``(B, T, d_in)``; key_padding_mask: ``(T,)`` or
-            ``(B, T)``; output: ``(T, d_out)`` or ``(B, T, d_out)``.
+        ``key_padding_mask`` ``(T,)`` or ``(B, T)`` marks real tokens ``True`` (padding
+        ``False``), the **opposite** of ``nn.MultiheadAttention``'s; a float one is added.
         """
         attn_mask = checked_padding_mask(x, self.d_in, key_padding_mask, self.W_query)
         queries = x @ self.W_query  # (..., T, d_out)
@@ -84,19 +61,10 @@ class SelfAttentionV1(nn.Module):
 
     @classmethod
     def from_v2(cls, v2: SelfAttentionV2) -> SelfAttentionV1:
-        """Build a V1 module that computes exactly what ``v2`` computes.
+        """A V1 module that computes exactly what ``v2`` (without biases) computes.
 
-        ``nn.Linear`` stores its weight as ``(d_out, d_in)`` and computes
-        ``x @ weight.T``, so V1's matrices are the transposed Linear weights.
-
-        Args:
-            v2: A module without bias (V1 has none to copy it into).
-
-        Returns:
-            A new V1 module with copies of ``v2``'s weights, on ``v2``'s backend.
-
-        Raises:
-            ValueError: ``v2`` has biases.
+        ``nn.Linear`` stores its weight as ``(d_out, d_in)`` and computes ``x @ weight.T``, so
+        V1's matrices are the transposed Linear weights.
         """
         if type(v2) is not SelfAttentionV2:  # a subclass (CausalAttention) masks: V1 cannot
             raise TypeError(f"v2 must be a SelfAttentionV2; got {type(v2).__name__}")
@@ -115,22 +83,10 @@ class SelfAttentionV1(nn.Module):
 
 
 class SelfAttentionV2(nn.Module):
-    """Self-attention with ``nn.Linear`` projections.
+    """Self-attention with ``nn.Linear`` projections (and an optional bias).
 
-    ``nn.Linear`` initialises its weights uniformly in ``±1/sqrt(d_in)`` (Kaiming
-    uniform), centred on zero, where ``torch.rand`` gives values in ``[0, 1)`` that are
-    all positive; it also offers an optional bias.
-
-    Args:
-        d_in: Width of each input token.
-        d_out: Width of queries, keys, values and output.
-        qkv_bias: Give the three projections a bias.
-        backend: How to compute attention: ``"torch"`` (default, fastest) or
-            ``"explicit"``.
-
-    Shape:
-        x: ``(T, d_in)`` or ``(B, T, d_in)``; output: ``(T, d_out)`` or
-        ``(B, T, d_out)``.
+    ``nn.Linear`` initialises its weights uniformly in ``±1/sqrt(d_in)``, centred on
+    zero, where ``torch.rand`` gives values in ``[0, 1)``, all positive.
     """
 
     def __init__(
@@ -147,26 +103,15 @@ class SelfAttentionV2(nn.Module):
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
         """Attend over the tokens of ``x``.
 
-        Args:
-            x: The input tokens.
-            key_padding_mask: Optional, one entry per token: bool with ``True`` = real
-                token (may be attended to), ``False`` = padding; or float, added to the
-                scores. The **opposite** of ``nn.MultiheadAttention``'s boolean
-                convention.
-
-        Returns:
-            The context vectors.
-
-        Shape:
-            x: ``(T, d_in)`` or ``(B, T, d_in)``; key_padding_mask: ``(T,)`` or
-            ``(B, T)``; output: ``(T, d_out)`` or ``(B, T, d_out)``.
+        ``key_padding_mask`` ``(T,)`` or ``(B, T)`` marks real tokens ``True`` (padding
+        ``False``), the **opposite** of ``nn.MultiheadAttention``'s; a float one is added.
         """
         attn_mask = checked_padding_mask(x, self.d_in, key_padding_mask, self.W_query.weight)
         queries, keys, values = self.project(x)  # (..., T, d_out) each
         return _attend(queries, keys, values, attn_mask, self.backend)  # (..., T, d_out)
 
     def project(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Queries, keys and values of ``x``: ``(..., T, d_in)`` to ``(..., T, d_out)`` each."""
+        """Queries, keys and values of ``x``, each ``(..., T, d_out)``."""
         return self.W_query(x), self.W_key(x), self.W_value(x)
 
     def extra_repr(self) -> str:
@@ -177,11 +122,9 @@ class SelfAttentionV2(nn.Module):
 def checked_padding_mask(
     x: Tensor, d_in: int, key_padding_mask: Tensor | None, weight: Tensor
 ) -> Tensor | None:
-    """Check a module's input and turn its key padding mask into an attention mask.
+    """Check a module's input and turn its key padding mask into an attention mask (or ``None``).
 
-    The single-head modules' one check of a call; ``weight`` is one of the module's
-    parameters, whose device and dtype ``x`` must have. ``None`` when there is no
-    padding mask.
+    The single-head modules' one check of a call; ``x`` must have ``weight``'s device and dtype.
     """
     check_module_input("x", check_features("x", x, d_in), weight)
     if key_padding_mask is None:

@@ -1,25 +1,15 @@
 """Generation for [`LlamaModel`][attnlab.llama.LlamaModel]: padded prompts and sampling.
 
-Two parts, each usable on its own:
+* **Padding.** Prompts of different lengths are one ``(B, T)`` tensor padded to the
+  longest, with Hugging Face's ``attention_mask`` (``1`` = real token, ``0`` = padding).
+  [`padding_mask`][attnlab.llama.generate.padding_mask] makes it the mask each layer
+  combines with its causal rule.
+* **Choosing the next token.** ``temperature=0`` is greedy; a positive temperature
+  samples from ``softmax(logits / temperature)`` after the optional top-k and top-p
+  filters, in Hugging Face's order and with its semantics.
 
-* **Padding.** A batch of prompts of different lengths is one ``(B, T)`` tensor padded
-  to the longest, with an ``attention_mask`` of the same shape (``1``/``True`` = real
-  token, ``0``/``False`` = padding; Hugging Face's convention).
-  [`padding_mask`][attnlab.llama.generate.padding_mask] turns it into the extra mask
-  each attention layer combines with its causal rule (bool, ``True`` = may attend):
-  no query sees a padding key, except that a padding query sees itself, so that its
-  row is never empty (its output is meaningless, but finite).
-* **Choosing the next token.** ``temperature=0`` is greedy (the most likely token);
-  a positive temperature samples from ``softmax(logits / temperature)`` after the
-  optional top-k and top-p filters, in Hugging Face's order and with its semantics
-  (``TemperatureLogitsWarper``, ``TopKLogitsWarper``, ``TopPLogitsWarper``): top-k keeps
-  the tokens scoring at least the k-th best (ties kept); top-p keeps the smallest set of
-  most likely tokens whose probabilities add up to more than ``top_p`` (always at least
-  one). The largest logit is subtracted before dividing by the temperature, so a tiny
-  temperature tends to greedy instead of overflowing to ``inf - inf = nan``.
-
-Shape legend: ``B`` prompts, ``T`` tokens of the (padded) prompt, ``S`` keys (cached
-ones included), ``N`` new tokens, ``V`` vocabulary size.
+Shapes: ``B`` prompts, ``T`` tokens of the (padded) prompt, ``S`` keys (cached ones
+included), ``N`` new tokens, ``V`` vocabulary size.
 """
 
 from __future__ import annotations
@@ -58,16 +48,11 @@ __all__ = [
 class Sampling:
     """How [`LlamaModel.generate`][attnlab.llama.LlamaModel.generate] picks each next token.
 
-    Checked when built: every field is refused unless valid.
-
-    Attributes:
-        temperature: ``0`` for greedy decoding, else the sampling temperature (a finite
-            number > 0; a tiny one samples the most likely token).
-        top_k: Keep only the ``top_k`` most likely tokens (a positive int), or ``None``.
-        top_p: Keep the most likely tokens whose probabilities first add up to more than
-            ``top_p`` (in ``[0, 1]``; ``0`` keeps one token, ``1`` all), or ``None``.
-        seed: Seed of the ``torch.Generator`` that samples (an int in
-            ``0 .. 2**64 - 1``), or ``None`` for a fresh random one.
+    Every field is checked when built. ``temperature`` is ``0`` (greedy) or finite and
+    positive; ``top_k`` keeps the tokens scoring at least the k-th best (ties kept);
+    ``top_p`` in ``[0, 1]`` keeps the smallest set of most likely tokens whose
+    probabilities add up to more than it (always at least one); ``seed`` (``0 .. 2**64 - 1``)
+    seeds the sampling generator, ``None`` a fresh random one.
     """
 
     temperature: float = 0.0
@@ -119,22 +104,12 @@ def _check_logits(logits: object) -> Tensor:
 
 
 def warp_logits(logits: Tensor, sampling: Sampling) -> Tensor:
-    """The scores sampling draws from: scaled by the temperature, then top-k, then top-p.
+    """The scores sampling draws from ``(B, V)``: temperature, then top-k, then top-p (float32).
 
-    Equal to Hugging Face's ``TemperatureLogitsWarper``, ``TopKLogitsWarper`` and
-    ``TopPLogitsWarper`` applied in that order, up to a constant per row: the row's largest
-    logit is subtracted first (``softmax`` is unchanged by it, and a tiny temperature then
-    gives ``0`` and ``-inf`` instead of ``inf - inf``). Filtered tokens get ``-inf``.
-
-    Args:
-        logits: The last position's logits.
-        sampling: The settings; its temperature must be positive.
-
-    Returns:
-        The warped scores, float32.
-
-    Shape:
-        logits: ``(B, V)``; output: ``(B, V)``.
+    Hugging Face's ``TemperatureLogitsWarper``, ``TopKLogitsWarper`` and
+    ``TopPLogitsWarper`` in that order, up to a constant per row: the row's largest logit
+    is subtracted first, so a tiny temperature gives ``0`` and ``-inf`` instead of
+    ``inf - inf``. Filtered tokens get ``-inf``.
     """
     logits = _check_logits(logits)
     if sampling.greedy:
@@ -158,30 +133,14 @@ def warp_logits(logits: Tensor, sampling: Sampling) -> Tensor:
 
 
 def next_token_probs(logits: Tensor, sampling: Sampling) -> Tensor:
-    """The probability of each token being sampled next: ``softmax(warp_logits(...))``.
-
-    Shape:
-        logits: ``(B, V)``; output: ``(B, V)``, float32, rows summing to 1.
-    """
+    """Each token's probability of being sampled next, ``softmax(warp_logits(...))``."""
     return torch.softmax(warp_logits(logits, sampling), dim=-1)
 
 
 def pick_next_tokens(
     logits: Tensor, sampling: Sampling, generator: torch.Generator | None
 ) -> Tensor:
-    """The next token of each row: the most likely (greedy) or one drawn by ``generator``.
-
-    Args:
-        logits: The last position's logits.
-        sampling: The settings.
-        generator: The seeded generator (``sampling.generator(device)``); unused if greedy.
-
-    Returns:
-        One token id per row, int64.
-
-    Shape:
-        logits: ``(B, V)``; output: ``(B,)``.
-    """
+    """The next token of each row: the most likely (greedy) or one drawn by ``generator``."""
     if sampling.greedy:
         return _check_logits(logits).argmax(dim=-1)  # (B,)
     probs = next_token_probs(logits, sampling)  # (B, V)
@@ -189,24 +148,10 @@ def pick_next_tokens(
 
 
 def check_attention_mask(mask: object, ids: Tensor, *, ids_rank: int, past: int) -> Tensor | None:
-    """Check an ``attention_mask`` (1 = real token, 0 = padding) and return it as bool.
+    """Check an ``attention_mask`` (1 = real token, 0 = padding) and return it as bool ``(B, S)``.
 
-    Args:
-        mask: The mask passed, or ``None``.
-        ids: The checked token ids, on the model's device.
-        ids_rank: The rank ``input_ids`` had (a 1-D prompt may take a 1-D mask).
-        past: Cached positions: the mask covers them and then ``ids``'.
-
-    Returns:
-        ``None`` for ``None``, else the mask as bool.
-
-    Raises:
-        TypeError: Not a bool or integer tensor.
-        ValueError: Another shape or device, or a value other than 0 and 1.
-
-    Shape:
-        ids: ``(B, T)``; mask: ``(B, S)`` (or ``(S,)`` for a 1-D prompt), ``S = past + T``;
-        output: ``(B, S)``.
+    It covers the ``past`` cached positions and then ``ids``'; a 1-D prompt
+    (``ids_rank`` 1) may take a 1-D mask ``(S,)``.
     """
     if mask is None:
         return None
@@ -235,22 +180,11 @@ def check_attention_mask(mask: object, ids: Tensor, *, ids_rank: int, past: int)
 
 
 def padding_mask(keep: Tensor, T: int) -> Tensor:
-    """The extra mask of ``T`` new queries over ``S`` keys: real keys, and each query itself.
+    """The extra mask ``(B, 1, T, S)`` of ``T`` new queries: real keys, and each query itself.
 
-    Combined (AND) with the layer's causal rule, a real query sees the real tokens up to
-    its own; a padding query sees only itself (its own key is allowed so that no row of
-    the attention is empty: an empty row would be NaN, and NaN values spread to every
-    later layer even where their weight is 0).
-
-    Args:
-        keep: Which positions are real tokens (``True``), cached ones first.
-        T: New queries, the last ``T`` positions.
-
-    Returns:
-        bool, ``True`` = may attend.
-
-    Shape:
-        keep: ``(B, S)``; output: ``(B, 1, T, S)``.
+    AND-ed with the layer's causal rule, a real query sees the real tokens up to its own;
+    a padding query sees only itself, so that no row is empty (an empty row would be NaN,
+    and NaN spreads to every later layer even where its weight is 0).
     """
     S = keep.shape[-1]
     queries_at = torch.arange(S - T, S, device=keep.device)  # (T,) positions of the queries
@@ -261,21 +195,9 @@ def padding_mask(keep: Tensor, T: int) -> Tensor:
 def left_align(ids: Tensor, keep: Tensor) -> tuple[Tensor, Tensor]:
     """Move each row's padding to its start, the real tokens keeping their order.
 
-    Generation appends to the end of every row, so the real tokens must end there; and
-    positions count from each row's start, pads included: with rotary positions only the
-    distance between two tokens matters, so a row's real tokens then compute what they
-    would unpadded (to rounding). Right padding, or padding in the middle, becomes left
-    padding.
-
-    Args:
-        ids: Token ids.
-        keep: Which are real tokens.
-
-    Returns:
-        ``(ids, keep)`` reordered.
-
-    Shape:
-        ids, keep: ``(B, T)``; outputs: the same.
+    Generation appends to the end of every row, so the real tokens must end there; with
+    rotary positions only the distance between two tokens matters, so a row's real tokens
+    then compute what they would unpadded (to rounding).
     """
     order = torch.sort(keep.to(torch.uint8), dim=-1, stable=True).indices  # pads first
     return ids.gather(-1, order), keep.gather(-1, order)
@@ -296,28 +218,12 @@ def generate_tokens(
     eos_token_id: int,
     cache: list[KVCache],
 ) -> Tensor:
-    """Continue checked prompts by up to ``max_new_tokens`` tokens, one step per token.
+    """Continue checked prompts by up to ``max_new_tokens`` tokens: ``(B, T) -> (B, T + N)``.
 
     The worker behind [`LlamaModel.generate`][attnlab.llama.LlamaModel.generate], which
-    checks the arguments first. The (left-aligned) prompt is read in one pass that fills
-    ``cache``; each step then feeds the token just chosen.
-
-    Args:
-        forward: The model.
-        ids: The prompts, int64.
-        keep: Which prompt positions are real tokens, or ``None`` for all.
-        max_new_tokens: Tokens to add at most.
-        sampling: How to choose each token.
-        stop_at_eos: Stop once every row has produced ``eos_token_id`` (later tokens of a
-            finished row are ``eos_token_id``).
-        eos_token_id: The end-of-sequence id.
-        cache: One empty cache per layer.
-
-    Returns:
-        ``ids`` (as given, padding where it was) followed by the new tokens.
-
-    Shape:
-        ids, keep: ``(B, T)``; output: ``(B, T + N)``, ``N <= max_new_tokens``.
+    checks the arguments. The left-aligned prompt is read in one pass that fills
+    ``cache`` (one per layer); each step then feeds the token just chosen. With
+    ``stop_at_eos``, a finished row continues with ``eos_token_id`` until every row is.
     """
     generator = sampling.generator(ids.device)
     step = ids  # (B, T): the prompt is the first step
