@@ -155,7 +155,9 @@ def read_config(
 
     d_model, num_heads = int(key("embedding_length")), int(key("attention.head_count"))
     head_dim = key("attention.key_length", key("rope.dimension_count", d_model // num_heads))
-    vocab = key("vocab_size", len(metadata.get("tokenizer.ggml.tokens") or ()) or None)
+    # the embedding's rows: the model's vocabulary, even where the token list is shorter
+    embed = tensors.get("token_embd.weight")
+    vocab = key("vocab_size", None if embed is None else embed.shape[0])
     theta = float(key("rope.freq_base", 10000.0))
     if ROPE_FREQS in tensors:
         family["rope_scaling"] = llama3_scaling(tensors[ROPE_FREQS], int(head_dim), theta)
