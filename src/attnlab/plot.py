@@ -7,11 +7,9 @@ Needs the ``plot`` extra (matplotlib); ``import attnlab`` alone never imports it
 
 Every function returns a :class:`matplotlib.figure.Figure` built without pyplot (no
 global figure registry to leak), or draws into the ``ax`` it is given and returns that
-axes' figure. Colours come from the active matplotlib style, so the same call renders
-for a light page (the default style) or a dark one (``dark_background``); heatmaps
-use the perceptually uniform ``viridis`` colormap.
-
-Shape legend: ``L`` queries (rows), ``S`` keys (columns), ``H`` heads, ``n`` scores.
+axes' figure. Colours come from the active matplotlib style (light or
+``dark_background``); heatmaps use ``viridis``. Labels default to ``1..L`` and
+``1..S``; a label list of the wrong length is refused.
 """
 
 from __future__ import annotations
@@ -138,34 +136,11 @@ def plot_attention(
     vmax: float | None = None,
     colorbar: bool = True,
 ) -> Figure:
-    """Draw a matrix (attention weights, scores, embeddings) as a labelled heatmap.
+    """Draw a matrix ``(L, S)`` (attention weights, scores, embeddings) as a labelled heatmap.
 
     Row ``i`` is query ``i`` and column ``j`` is key ``j``, as in ``attn_weights[i, j]``.
-
-    Args:
-        weights: The matrix to draw, shape ``(L, S)``.
-        row_labels: One label per row (the query tokens); default ``1..L``.
-        col_labels: One label per column (the key tokens); default ``1..S``.
-        title: Axes title.
-        ax: Draw into this axes instead of a new figure.
-        annotate: Write each value, rounded to ``decimals``, in its cell.
-        decimals: Digits after the point for the annotations.
-        xlabel: Label of the column axis.
-        ylabel: Label of the row axis.
-        vmin: Value at the dark end of the colormap; default the matrix minimum.
-        vmax: Value at the bright end of the colormap; default the matrix maximum.
-        colorbar: Add a colorbar beside the heatmap.
-
-    Returns:
-        The figure holding the heatmap (``ax.figure`` when ``ax`` is given).
-
-    Raises:
-        TypeError: ``weights`` is not a tensor.
-        ValueError: ``weights`` is not 2-D, or a label list has the wrong length.
-
-    Shape:
-        - weights: ``(L, S)``
-        - row_labels: ``L`` strings; col_labels: ``S`` strings
+    ``annotate`` writes each value, rounded to ``decimals``; ``vmin``/``vmax`` default to
+    the matrix's extremes.
     """
     weights = check_tensor("weights", weights)
     _check_rank("weights", weights, 2, "(L, S)")
@@ -193,26 +168,9 @@ def plot_mask(
     title: str | None = None,
     ax: Axes | None = None,
 ) -> Figure:
-    """Draw a boolean attention mask: bright cells may attend, dark cells are masked.
+    """Draw a boolean mask ``(L, S)``: bright cells ``True`` (seen), dark cells masked.
 
-    The polarity is PyTorch SDPA's: ``True`` = may attend.
-
-    Args:
-        mask: Boolean mask, shape ``(L, S)``.
-        row_labels: One label per query; default ``1..L``.
-        col_labels: One label per key; default ``row_labels`` when ``L == S``, else ``1..S``.
-        title: Axes title.
-        ax: Draw into this axes instead of a new figure.
-
-    Returns:
-        The figure holding the mask.
-
-    Raises:
-        TypeError: ``mask`` is not a boolean tensor.
-        ValueError: ``mask`` is not 2-D, or a label list has the wrong length.
-
-    Shape:
-        - mask: ``(L, S)``, ``torch.bool``
+    ``col_labels`` default to ``row_labels`` when ``L == S``.
     """
     mask = check_tensor("mask", mask)
     if mask.dtype != torch.bool:
@@ -248,27 +206,10 @@ def plot_heads(
     annotate: bool = False,
     decimals: int = 2,
 ) -> Figure:
-    """Draw one attention map per head, side by side, on one shared colour scale.
+    """Draw one attention map per head of ``weights (H, L, S)``, side by side, one colour scale.
 
-    The figure has ``H`` heatmap axes and one colorbar axes.
-
-    Args:
-        weights: Per-head attention weights, shape ``(H, L, S)``.
-        row_labels: One label per query; default ``1..L``.
-        col_labels: One label per key; default ``row_labels`` when ``L == S``, else ``1..S``.
-        titles: One title per head; default ``head 1 .. head H``.
-        annotate: Write each value, rounded to ``decimals``, in its cell.
-        decimals: Digits after the point for the annotations.
-
-    Returns:
-        A new figure with ``H + 1`` axes.
-
-    Raises:
-        TypeError: ``weights`` is not a tensor.
-        ValueError: ``weights`` is not 3-D, or a label list has the wrong length.
-
-    Shape:
-        - weights: ``(H, L, S)``
+    A new figure with ``H`` heatmap axes and one colorbar axes; ``titles`` default to
+    ``head 1 .. head H``.
     """
     weights = check_tensor("weights", weights)
     _check_rank("weights", weights, 3, "(H, L, S)")
@@ -307,26 +248,8 @@ def plot_softmax_scaling(
 ) -> Figure:
     """Show how ``softmax(scores * factor)`` sharpens towards the largest score.
 
-    One group of bars per score, one bar per factor; the peak of each factor's
-    distribution is written above its bar.
-
-    Args:
-        scores: The raw scores, shape ``(n,)``.
-        factors: Positive multipliers, e.g. ``[1, 8]`` (or ``1 / sqrt(d_k)`` to undo one).
-        labels: One label per score; default ``1..n``.
-        title: Axes title.
-        ax: Draw into this axes instead of a new figure.
-
-    Returns:
-        The figure holding the bar chart.
-
-    Raises:
-        TypeError: ``scores`` is not a floating-point tensor.
-        ValueError: ``scores`` is not 1-D, ``factors`` is empty or not positive, or
-            ``labels`` has the wrong length.
-
-    Shape:
-        - scores: ``(n,)``
+    One group of bars per score of ``scores (n,)``, one bar per positive factor, each
+    distribution's peak written above its bar.
     """
     scores = check_tensor("scores", scores)
     _check_rank("scores", scores, 1, "(n,)")
@@ -375,26 +298,9 @@ def plot_variance_vs_dim(
 ) -> Figure:
     """Plot the variance of ``q · k`` against the dimension, before and after scaling.
 
-    For entries with unit variance, ``var(q · k) = d`` grows with the dimension, and
-    ``var(q · k / sqrt(d)) = 1`` does not; both axes are logarithmic, and the
-    lines ``y = d`` and ``y = 1`` are drawn for reference.
-
-    Args:
-        dims: The dimensions ``d`` that were sampled, all positive.
-        variances_unscaled: Measured ``var(q · k)`` per dimension.
-        variances_scaled: Measured ``var(q · k / sqrt(d))`` per dimension.
-        title: Axes title.
-        ax: Draw into this axes instead of a new figure.
-
-    Returns:
-        The figure holding the plot.
-
-    Raises:
-        ValueError: The three sequences differ in length, are empty, or a dimension
-            is not positive.
-
-    Shape:
-        - dims, variances_unscaled, variances_scaled: ``(n,)`` each
+    For unit-variance entries ``var(q · k) = d`` grows with the dimension and
+    ``var(q · k / sqrt(d)) = 1`` does not: both axes logarithmic, with the lines ``y = d``
+    and ``y = 1`` for reference.
     """
     dim_list = [int(d) for d in dims]
     unscaled = [float(v) for v in variances_unscaled]
@@ -428,16 +334,7 @@ def plot_variance_vs_dim(
 
 
 def plot_loss(loss: Sequence[float], *, title: str | None = None, ax: Axes | None = None) -> Figure:
-    """Draw a training loss curve, one point per step, on a log scale.
-
-    Args:
-        loss: The loss after each step.
-        title: Axes title.
-        ax: Draw into this axes instead of a new figure.
-
-    Returns:
-        The figure holding the curve.
-    """
+    """Draw a training loss curve, one point per step, on a log scale."""
     if len(loss) == 0:
         raise ValueError("loss must hold at least one value; got an empty sequence")
     fig, ax = _new_axes(ax, (6.0, 3.0))
@@ -457,15 +354,8 @@ def plot_loss(loss: Sequence[float], *, title: str | None = None, ax: Axes | Non
 def plot_sweep(results: dict[str, Any], metric: str = "median_ms") -> Figure:
     """Draw one sweep metric against ``T``, log-log, causal and not side by side.
 
-    Colours come from the active matplotlib style, so the figure can be drawn in a
-    light or a dark theme.
-
-    Args:
-        results: Results as returned by ``attnlab.bench.load_results``.
-        metric: ``"median_ms"`` (forward time) or ``"peak_mib"`` (peak extra memory).
-
-    Returns:
-        A figure with two panels.
+    ``metric`` is ``"median_ms"`` (forward time) or ``"peak_mib"`` (peak extra memory);
+    ``results`` as ``attnlab.bench.load_results`` returns them.
     """
     labels = {"median_ms": "forward time (ms)", "peak_mib": "peak extra memory (MiB)"}
     if metric not in labels:
@@ -509,15 +399,7 @@ def _plain_log_ticks(ax: Axes, values: list[float]) -> None:
 
 
 def plot_decode(results: dict[str, Any], target: float = 10.0) -> Figure:
-    """Decoding time against ``T``, with a cache and recomputing, and the speed-up.
-
-    Args:
-        results: The ``decode`` results, as ``run_decode_benchmark`` returns them.
-        target: A speed-up to mark with a dashed line.
-
-    Returns:
-        A figure with two log-log panels: total time, speed-up.
-    """
+    """Decoding time against ``T``, cached and recomputed; then the speed-up, ``target`` dashed."""
     steps = results["steps"]
     ts = [row["T"] for row in steps]
     fig = Figure(figsize=(9, 3.8), layout="constrained")
@@ -542,14 +424,7 @@ def plot_decode(results: dict[str, Any], target: float = 10.0) -> Figure:
 
 
 def plot_window(results: dict[str, Any]) -> Figure:
-    """Sliding-window against full causal flash attention: time and memory against ``T``.
-
-    Args:
-        results: The ``window`` results, as ``run_window_benchmark`` returns them.
-
-    Returns:
-        A figure with two log-log panels: time, peak extra memory.
-    """
+    """Sliding-window against full causal flash attention: time and memory against ``T``."""
     window = results["config"]["window"]
     names = {"causal": "causal flash", "window": f"window {window} flash"}
     fig = Figure(figsize=(9, 3.8), layout="constrained")
