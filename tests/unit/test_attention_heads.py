@@ -4,6 +4,7 @@ are parts alone, checked against references written out by hand."""
 
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
@@ -180,3 +181,21 @@ def test_causal_multi_head_attention_decodes_through_a_cache(backend: str) -> No
         chunks = [layer(part, cache=cache) for part in x.split([3, 1, 3], dim=1)]
     torch.testing.assert_close(torch.cat(chunks, dim=1), expected, atol=1e-5, rtol=1e-5)
     assert len(cache) == 7
+
+
+def test_the_parts_modules_are_the_layers_through_copies_and_reassignment() -> None:
+    """The projections part's modules are registered on the layer: a deep copy keeps
+    them one object, and a module assigned to the layer is the one the part uses."""
+    torch.manual_seed(6)
+    layer = GroupedQueryAttention(8, 4, 2).eval()
+    x = torch.randn(1, 5, 8)
+    twin = copy.deepcopy(layer)
+    assert twin.q_proj is twin.projections.get_submodule("q_proj")
+    assert twin.q_proj is not layer.q_proj
+    with torch.no_grad():
+        torch.testing.assert_close(twin(x), layer(x))
+        layer.o_proj = nn.Linear(8, 8, bias=False)
+        nn.init.zeros_(layer.o_proj.weight)
+        assert layer.projections.get_submodule("o_proj") is layer.o_proj
+        assert not layer(x).any()  # the new, zero output projection is the one used
+    assert sorted(layer.state_dict()) == [f"{n}_proj.weight" for n in "koqv"]
