@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 
 import diagrams
 import torch
 from figure_kit import (
-    SMALL_CELL,
     journey_self_attention,
     matrix_style,
     projection_rows,
@@ -25,21 +25,6 @@ from matplotlib.figure import Figure
 
 import attnlab
 from attnlab import examples, plot
-
-
-@figure("embedding")
-def embedding() -> Figure:
-    """The 6 x 16 embedding of "Life is short, eat dessert first" (seed 123)."""
-    sentence = examples.life_is_short()
-    return plot.plot_attention(
-        sentence.inputs,
-        sentence.words,
-        [str(i + 1) for i in range(sentence.inputs.shape[1])],
-        annotate=False,
-        xlabel="embedding dimension",
-        ylabel="token",
-        title="nn.Embedding(6, 16), seed 123",
-    )
 
 
 @figure("journey-weights")
@@ -66,6 +51,47 @@ def dream_big_weights() -> Figure:
         )
 
     return seeded(123, build)
+
+
+def paired_bars(
+    labels: Sequence[str],
+    rows: dict[str, torch.Tensor],
+    *,
+    ylabel: str,
+    title: str | None = None,
+    width: float = 5.2,
+) -> Figure:
+    """Bars of a few rows of numbers over the same labels, each bar's value written on it.
+
+    Sized for a phone (about 5 inches wide, large type): one group of bars per label,
+    one bar per row, the rows in the queries, keys and weights colours.
+    """
+    fig = Figure(figsize=(width, 3.4), layout="constrained")
+    ax = fig.add_subplot()
+    bar = 0.8 / len(rows)
+    colours = [diagrams.ROLE_COLOURS[r] for r in ("keys", "weights", "queries")]
+    for k, (name, values) in enumerate(rows.items()):
+        xs = [i + (k - (len(rows) - 1) / 2) * bar for i in range(len(labels))]
+        ax.bar(xs, values.tolist(), width=bar, color=colours[k], label=name)
+        for x, v in zip(xs, values.tolist(), strict=True):
+            ax.text(
+                x,
+                v,
+                f"{v:.2f}".lstrip("0"),
+                ha="center",
+                va="bottom",
+                fontsize=8.5,
+                rotation=90 if len(rows) > 1 else 0,
+            )
+    ax.set_xticks(range(len(labels)), labels, fontsize=11)
+    ax.set_ylabel(ylabel, fontsize=11)
+    ax.set_ylim(0, max(float(v.max()) for v in rows.values()) * 1.3)
+    ax.legend(frameon=False, fontsize=10, loc="upper right", ncols=len(rows))
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    if title is not None:
+        ax.set_title(title, fontsize=12)
+    return fig
 
 
 SCALING_SCORES = [0.1, -0.2, 0.3, -0.2, 0.5]
@@ -140,117 +166,10 @@ def v1_vs_v2() -> Figure:
     with torch.no_grad():
         w2 = attnlab.attention_weights(v2.W_query(inputs), v2.W_key(inputs))  # (6, 6)
         w1 = attnlab.attention_weights(inputs @ v1.W_query, inputs @ v1.W_key)  # (6, 6)
-    fig, (left, right) = side_by_side(10.0, 4.0)
-    plot.plot_attention(w2, words, words, ax=left, title="SelfAttentionV2, seed 789")
-    plot.plot_attention(w1, words, words, ax=right, title="SelfAttentionV1.from_v2(v2)")
-    return fig
-
-
-@figure("rnn-vs-attention", diagram=True)
-def rnn_vs_attention() -> Figure:
-    """A recurrent encoder hands on only its last state; attention weighs every state.
-
-    The states come from a seeded ``nn.RNN(3, 3)`` run over "Your journey starts with one
-    step"; the attention weights are the softmax of each state's dot product with the last.
-    """
-
-    def build() -> Figure:
-        words, inputs = examples.your_journey()
-        rnn = torch.nn.RNN(3, 3)
-        with torch.no_grad():
-            states, _ = rnn(inputs)  # (T, 3): one state per word
-        attn_weights = attnlab.softmax(states @ states[-1])  # (T,)
-        context_vec = attn_weights @ states  # (3,)
-        fig, ax = diagrams.canvas(8.0, 6.0)
-        spacing = 2.0
-        for top, title in (
-            (6.0, "recurrent encoder: the decoder sees one vector"),
-            (0.0, "attention: the decoder looks at every state"),
-        ):
-            for t, word in enumerate(words):
-                x = t * spacing
-                diagrams.matrix(
-                    ax,
-                    states[t].unsqueeze(-1),
-                    (x, top),
-                    decimals=2,
-                    cell=SMALL_CELL,
-                    fontsize="small",
-                )
-                diagrams.label(ax, (x + 0.7, top - 0.35), word, fontsize="medium")
-                if t > 0:
-                    diagrams.arrow(ax, (x - 0.6, top + 1.05), (x, top + 1.05))
-            diagrams.label(ax, (0, top + 2.7), title, ha="left")
-        last = (5 * spacing + 1.4, 7.05)
-        diagrams.arrow(ax, last, (14.0, 7.05), "only h₆")
-        diagrams.matrix(
-            ax,
-            states[-1].unsqueeze(-1),
-            (14.0, 6.0),
-            role="output",
-            decimals=2,
-            cell=SMALL_CELL,
-            fontsize="small",
-            title="decoder",
-        )
-        row = diagrams.matrix(
-            ax,
-            attn_weights.unsqueeze(0),
-            (0, -1.6),
-            role="weights",
-            decimals=2,
-            cell=(spacing, 0.7),
-            fontsize="small",
-        )
-        diagrams.label(ax, (row.right + 0.2, -1.25), "weights", ha="left")
-        for t in range(6):
-            diagrams.arrow(ax, (t * spacing + 0.7, -0.7), (t * spacing + 0.7, -0.9))
-        diagrams.arrow(ax, (row.right, -1.25), (14.0, 1.05), "Σ weight · state", rad=0.2)
-        out = diagrams.matrix(
-            ax,
-            context_vec.unsqueeze(-1),
-            (14.0, 0.0),
-            role="output",
-            decimals=2,
-            cell=SMALL_CELL,
-            fontsize="small",
-            title="decoder",
-        )
-        diagrams.fit(ax, diagrams.Bounds(-0.2, -1.8, out.right + 0.4, 9.2))
-        return fig
-
-    return seeded(123, build)
-
-
-@figure("tokens-to-vectors", diagram=True)
-def tokens_to_vectors() -> Figure:
-    """Words → ids (sorted vocabulary) → rows of the seeded embedding (first 5 of 16 dims)."""
-    sentence = examples.life_is_short()
-    shown = 5
-    fig, ax = diagrams.canvas(8.0, 4.2)
-    T = len(sentence.words)
-    ids = diagrams.matrix(
-        ax,
-        sentence.token_ids.unsqueeze(-1).float(),
-        (3.2, 0),
-        row_labels=list(sentence.words),
-        title="token id",
-    )
-    rows = diagrams.matrix(
-        ax,
-        sentence.inputs[:, :shown],
-        (7.0, 0),
-        decimals=2,
-        cell=(1.5, 1.0),
-        fontsize="small",
-        title=f"embedding row (first {shown} of {sentence.inputs.shape[1]})",
-    )
-    for i in range(T):
-        y = T - 1 - i + 0.5
-        diagrams.arrow(ax, (ids.right, y), (rows.left, y))
-    diagrams.label(ax, ((ids.right + rows.left) / 2, T + 0.2), "look up", fontsize="small")
-    diagrams.label(ax, (rows.right + 0.3, T / 2), "…", ha="left")
-    diagrams.fit(ax, diagrams.Bounds(0.0, 0.0, rows.right + 0.8, T + 1.0))
+    fig = Figure(figsize=(5.2, 7.6), layout="constrained")  # stacked: legible on a phone
+    top, bottom = fig.subplots(2, 1)
+    plot.plot_attention(w2, words, words, ax=top, title="SelfAttentionV2, seed 789")
+    plot.plot_attention(w1, words, words, ax=bottom, title="SelfAttentionV1.from_v2(v2)")
     return fig
 
 
@@ -262,7 +181,7 @@ def attention_flow() -> Figure:
     attn_scores = inputs @ query  # (T,)
     attn_weights = attnlab.softmax(attn_scores)  # (T,)
     context_vec = attn_weights @ inputs  # (3,)
-    fig, ax = diagrams.canvas(8.0, 4.0)
+    fig, ax = diagrams.canvas(6.0, 3.7)
     T = len(words)
     grid = matrix_style((1.3, 1.0))
     x_in = grid(ax, inputs, (0, 0), role="keys", row_labels=list(words), title="inputs xᵢ")
@@ -379,32 +298,19 @@ def trainable_projections() -> Figure:
 def scaling_flow() -> Figure:
     """The same scores through softmax, as they are and divided by √d_k (d_k = 64)."""
     attn_scores = 8 * torch.tensor(SCALING_SCORES)  # (5,) scores of the size d_k = 64 gives
-    fig, ax = diagrams.canvas(8.0, 3.2)
-    cell = (1.3, 0.9)
-    rows = []
-    for y, divisor, name in ((2.2, 1.0, "scores"), (0.0, 8.0, "scores / √64")):
-        s = diagrams.matrix(
-            ax,
-            attn_scores / divisor,
-            (2.6, y),
-            role="weights",
-            decimals=1,
-            cell=cell,
-            fontsize="small",
-        )
-        diagrams.label(ax, (2.4, y + 0.45), name, ha="right", fontsize="medium")
-        w = diagrams.matrix(
-            ax,
-            attnlab.softmax(attn_scores / divisor),
-            (11.4, y),
-            role="weights",
-            decimals=2,
-            cell=cell,
-            fontsize="small",
-        )
-        diagrams.arrow(ax, s.right_mid, w.left_mid, "softmax", offset=0.05)
-        rows += [s, w]
-    diagrams.fit(ax, *rows, diagrams.Bounds(-2.6, 0, 18.0, 3.1), margin=0.2)
+    fig, ax = diagrams.canvas(5.0, 3.0)
+    grid = matrix_style((1.3, 0.8), decimals=2, fontsize="medium")
+    drawn = []
+    for left, divisor, name in ((0.0, 1.0, "scores"), (7.4, 8.0, "scores / √64")):
+        s = grid(ax, (attn_scores / divisor).unsqueeze(-1), (left, 0), role="weights",
+                 decimals=1, title=name)  # fmt: skip
+        w = grid(ax, attnlab.softmax(attn_scores / divisor).unsqueeze(-1), (left + 3.6, 0),
+                 role="weights", title="weights")  # fmt: skip
+        diagrams.arrow(ax, s.right_mid, w.left_mid)
+        diagrams.label(ax, ((s.right + w.left) / 2, s.right_mid[1] + 0.45), "softmax",
+                       fontsize="small")  # fmt: skip
+        drawn += [s, w]
+    diagrams.fit(ax, *drawn, diagrams.Bounds(-0.6, 0, 12.9, 5.2), margin=0.2)
     return fig
 
 
@@ -420,7 +326,7 @@ def compact_module_diagram() -> Figure:
             "values": module.W_value(inputs),  # (6, 2)
         }
         context_vecs = module(inputs)  # (6, 2)
-    fig, ax = diagrams.canvas(8.0, 7.0)
+    fig, ax = diagrams.canvas(5.4, 6.2)
     cell = (1.3, 0.7)
     x = diagrams.matrix(
         ax,
@@ -428,7 +334,7 @@ def compact_module_diagram() -> Figure:
         (2.5, 5.5),
         decimals=2,
         cell=cell,
-        fontsize="small",
+        fontsize="medium",
         title="x (6, 3)",
         row_labels=list(words),
     )
@@ -442,7 +348,7 @@ def compact_module_diagram() -> Figure:
             f"{names[role]}\nLinear(3, 2)",
             role=role,
             size=(3.4, 1.2),
-            fontsize="small",
+            fontsize="medium",
         )
         m = diagrams.matrix(
             ax,
@@ -451,7 +357,7 @@ def compact_module_diagram() -> Figure:
             role=role,
             decimals=2,
             cell=cell,
-            fontsize="small",
+            fontsize="medium",
             title=f"{role} (6, 2)",
         )
         diagrams.arrow(ax, x.bottom_mid, op.top_mid)
@@ -469,9 +375,145 @@ def compact_module_diagram() -> Figure:
         role="output",
         decimals=2,
         cell=cell,
-        fontsize="small",
+        fontsize="medium",
         title="context (6, 2)",
     )
     diagrams.arrow(ax, att.right_mid, (out.left, out.top - 0.4), rad=-0.3)
     diagrams.fit(ax, *bounds, att, out, margin=0.6)
+    return fig
+
+
+@figure("softmax-vs-sum")
+def softmax_vs_sum() -> Figure:
+    """Journey's six scores made into weights two ways: divided by their sum, and softmax."""
+    words, inputs = examples.your_journey()
+    attn_scores_2 = inputs @ inputs[1]  # (6,)
+    return paired_bars(
+        words,
+        {
+            "score / sum": attn_scores_2 / attn_scores_2.sum(),
+            "softmax": torch.softmax(attn_scores_2, dim=-1),
+        },
+        ylabel="weight of journey",
+        title="two ways to make weights",
+    )
+
+
+@figure("journey-context-terms", diagram=True)
+def journey_context_terms() -> Figure:
+    """Journey's context vector: each input row times its weight, then the six rows summed."""
+    words, inputs = examples.your_journey()
+    attn_weights_2 = torch.softmax(inputs @ inputs[1], dim=-1)  # (6,)
+    weighted = attn_weights_2.unsqueeze(-1) * inputs  # (6, 3): row j is alpha_2j x_j
+    fig, ax = diagrams.canvas(5.4, 4.6)
+    cell = (1.25, 0.8)
+    grid = matrix_style(cell, fontsize="medium")
+    w = grid(ax, attn_weights_2.unsqueeze(-1), (0, 0), role="weights", title="α₂ⱼ",
+             row_labels=list(words))  # fmt: skip
+    diagrams.label(ax, (w.right + 0.45, 2.4), "×")
+    x = grid(ax, inputs, (w.right + 0.9, 0), title="xⱼ")
+    diagrams.label(ax, (x.right + 0.45, 2.4), "=")
+    terms = grid(ax, weighted, (x.right + 0.9, 0), role="values", title="α₂ⱼ xⱼ")
+    z = grid(ax, weighted.sum(dim=0).unsqueeze(0), (terms.left, -2.0), role="output",
+             title=None)  # fmt: skip
+    diagrams.arrow(ax, terms.bottom_mid, z.top_mid)
+    diagrams.label(ax, (terms.left - 0.3, -1.6), "z⁽²⁾ = Σ", ha="right")
+    diagrams.fit(ax, w, x, terms, z, diagrams.Bounds(-2.0, -2.0, terms.right, 5.8))
+    return fig
+
+
+@figure("journey-scores")
+def journey_scores() -> Figure:
+    """All 36 dot products of the running example: ``inputs @ inputs.transpose(-2, -1)``."""
+    words, inputs = examples.your_journey()
+    return plot.plot_attention(
+        inputs @ inputs.transpose(-2, -1), words, words, title="scores: inputs @ inputsᵀ"
+    )
+
+
+def _journey_head() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Queries, keys and values of the running example under the seed-123 (3, 3) weights."""
+    inputs = examples.your_journey().inputs  # (6, 3)
+    W_query, W_key, W_value = examples.seeded_weights(3, 3)  # as the chapter draws them
+    return inputs @ W_query, inputs @ W_key, inputs @ W_value  # (6, 3) each
+
+
+@figure("journey-qkv-row", diagram=True)
+def journey_qkv_row() -> Figure:
+    """Journey's query · every key → scaled softmax → weighted sum of the values (seed 123)."""
+    words = examples.your_journey().words
+    queries, keys, values = _journey_head()
+    attn_weights_2 = torch.softmax(queries[1] @ keys.T / math.sqrt(3), dim=-1)  # (6,)
+    fig, ax = diagrams.canvas(6.0, 5.0)
+    cell = (1.25, 0.8)
+    grid = matrix_style(cell, fontsize="medium")
+    q = grid(ax, queries[1].unsqueeze(0), (0, 7.4), role="queries", title="query q⁽²⁾ (journey)")
+    k = grid(ax, keys, (0, 0), role="keys", title="keys", row_labels=list(words))
+    w = grid(ax, attn_weights_2.unsqueeze(-1), (k.right + 2.6, 0), role="weights", title="α₂ⱼ")
+    v = grid(ax, values, (w.right + 0.9, 0), role="values", title="values")
+    diagrams.arrow(ax, k.right_mid, w.left_mid, "softmax")
+    diagrams.label(ax, ((k.right + w.left) / 2, k.bottom_mid[1] + 1.6), "q·kⱼ / √3",
+                   fontsize="medium")  # fmt: skip
+    diagrams.label(ax, (w.right + 0.45, 2.4), "×")
+    z = grid(ax, attn_weights_2 @ values, (v.left, 7.4), role="output", title="context z⁽²⁾")
+    diagrams.arrow(ax, (v.top_mid[0], v.top + 0.75), z.bottom_mid)
+    diagrams.label(ax, (v.top_mid[0] + 0.3, v.top + 1.3), "Σ α₂ⱼ vⱼ", ha="left", fontsize="medium")
+    diagrams.arrow(ax, q.bottom_mid, (k.top_mid[0], k.top + 0.75))
+    diagrams.fit(ax, q, k, w, v, z, diagrams.Bounds(-2.0, 0, v.right, 9.2))
+    return fig
+
+
+@figure("journey-trainable-weights")
+def journey_trainable_weights() -> Figure:
+    """The seed-123 head's 6 x 6 weights on the running example: softmax(Q Kᵀ / √3)."""
+    words = examples.your_journey().words
+    queries, keys, _ = _journey_head()
+    attn_weights = torch.softmax(queries @ keys.T / math.sqrt(3), dim=-1)  # (6, 6)
+    return plot.plot_attention(attn_weights, words, words, title="softmax(Q Kᵀ / √3), seed 123")
+
+
+@figure("journey-gradient-step")
+def journey_gradient_step() -> Figure:
+    """Journey's weights before and after one gradient step on −log α₂₃ (seed 123, lr 1)."""
+    inputs = examples.your_journey().inputs  # (6, 3)
+    W_query, W_key, _ = (W.requires_grad_() for W in examples.seeded_weights(3, 3))
+
+    def row_2(W_query: torch.Tensor, W_key: torch.Tensor) -> torch.Tensor:
+        scores = (inputs @ W_query) @ (inputs @ W_key).transpose(-2, -1)  # (6, 6)
+        return torch.softmax(scores / math.sqrt(3), dim=-1)[1]  # (6,)
+
+    before = row_2(W_query, W_key)
+    grad_q, grad_k = torch.autograd.grad(-before[2].log(), (W_query, W_key))
+    with torch.no_grad():
+        after = row_2(W_query - grad_q, W_key - grad_k)  # one step, learning rate 1
+    return paired_bars(
+        examples.your_journey().words,
+        {"before": before.detach(), "after one step": after},
+        ylabel="weight of journey",
+        title="loss −log α₂₃: journey → starts",
+    )
+
+
+@figure("journey-batch", diagram=True)
+def journey_batch() -> Figure:
+    """A batch of two copies of the sentence through ``SelfAttentionV2(3, 2)`` (seed 789)."""
+    inputs = examples.your_journey().inputs  # (6, 3)
+    module = journey_self_attention()
+    with torch.no_grad():
+        context_vecs = module(torch.stack([inputs, inputs]))  # (2, 6, 2)
+    fig, ax = diagrams.canvas(5.0, 6.0)
+    cell = (1.2, 0.75)
+    grid = matrix_style(cell, fontsize="medium")
+    bounds = []
+    for b in range(2):
+        x = grid(ax, inputs, (b * 4.6, 7.0), title=f"batch[{b}] (6, 3)")
+        out = grid(ax, context_vecs[b], (b * 4.6 + 0.3, -1.0), role="output", decimals=3,
+                   cell=(1.5, 0.75))  # fmt: skip
+        diagrams.label(ax, (out.left + 1.5, out.bottom - 0.5), f"out[{b}] (6, 2)", va="top")
+        diagrams.arrow(ax, x.bottom_mid, (x.bottom_mid[0], 5.2))
+        diagrams.arrow(ax, (x.bottom_mid[0], 4.0), out.top_mid)
+        bounds += [x, out]
+    op = diagrams.operator(ax, (4.1, 4.6), "SelfAttentionV2(3, 2): (2, 6, 3) → (2, 6, 2)",
+                           role="weights", size=(8.4, 1.1))  # fmt: skip
+    diagrams.fit(ax, *bounds, op, diagrams.Bounds(0, -2.4, 8.2, 12.5))
     return fig
