@@ -63,32 +63,28 @@ def permutation_equivariance() -> Figure:
 
 @figure("multi-head-concat", diagram=True)
 def multi_head_concat() -> Figure:
-    """Two heads of MultiHeadAttention(3, 4, num_heads=2) (seed 123): concat, then W^O."""
+    """The multi-head chapter's wrapper (seed 123), its two heads concatenated, then W^O."""
     return seeded(123, _multi_head_concat)
 
 
 def _multi_head_concat() -> Figure:
-    module = attnlab.MultiHeadAttention(d_in=3, d_out=4, num_heads=2)  # the first draw
+    wrapper = attnlab.MultiHeadAttentionWrapper(d_in=3, d_out=4, num_heads=2, causal=True)
+    out_proj = torch.nn.Linear(4, 4)  # drawn after the heads, as on the page
     inputs = examples.your_journey().inputs  # (6, 3)
     with torch.no_grad():
-        x = inputs[None]  # (1, 6, 3)
-        queries = module.split_heads(module.W_query(x))  # (1, 2, 6, 2)
-        keys = module.split_heads(module.W_key(x))  # (1, 2, 6, 2)
-        values = module.split_heads(module.W_value(x))  # (1, 2, 6, 2)
-        per_head = attnlab.scaled_dot_product_attention(queries, keys, values)[0]  # (2, 6, 2)
-        concat = per_head.transpose(0, 1).reshape(6, 4)  # (6, 4)
-        output = module.out_proj(concat)  # (6, 4)
-    grid = matrix_style((1.2, 0.7), fontsize="x-small")
-    fig, ax = diagrams.canvas(8.0, 3.0)
-    h1 = grid(ax, per_head[0], (0, 2.6), role="output", title="head 1 (6, 2)")
-    h2 = grid(ax, per_head[1], (0, -3.4), role="output", title="head 2 (6, 2)")
-    c = grid(ax, concat, (5.2, -0.4), role="output", title="concatenated (6, 4)")
-    W_out = module.out_proj.weight.detach().T  # (4, 4): concat @ W_out + bias
-    w = grid(ax, W_out, (12.4, 0.0), role="input", title="out_proj: W_O (4, 4)")
-    o = grid(ax, output, (19.6, -0.4), role="output", title="output (6, 4)")
-    diagrams.arrow(ax, h1.right_mid, (c.left, c.top - 1.0))
-    diagrams.arrow(ax, h2.right_mid, (c.left, c.bottom + 1.0))
-    diagrams.arrow(ax, c.right_mid, w.left_mid, "@")
+        concat = wrapper(inputs)  # (6, 4): columns 0-1 head 1, 2-3 head 2
+        per_head = concat.view(6, 2, 2).transpose(0, 1)  # (2, 6, 2)
+        output = out_proj(concat)  # (6, 4)
+    grid = matrix_style((1.3, 0.75), fontsize="medium")
+    fig, ax = diagrams.canvas(8.0, 5.6)
+    h1 = grid(ax, per_head[0], (0, 6.2), role="output", title="head 1 (6, 2)")
+    h2 = grid(ax, per_head[1], (4.4, 6.2), role="output", title="head 2 (6, 2)")
+    c = grid(ax, concat, (11.0, 6.2), role="output", title="concatenated (6, 4)")
+    W_out = out_proj.weight.detach().T  # (4, 4): concat @ W_out + bias
+    w = grid(ax, W_out, (2.2, -0.3), role="input", title="out_proj: W_O (4, 4)")
+    o = grid(ax, output, (11.0, -1.0), role="output", title="output (6, 4)")
+    diagrams.arrow(ax, h2.right_mid, c.left_mid, "cat")
+    diagrams.arrow(ax, (c.left + 2.6, c.bottom - 0.2), (w.right + 0.2, w.top + 0.9), "concat @")
     diagrams.arrow(ax, w.right_mid, o.left_mid, "+ bias")
-    diagrams.fit(ax, h1, h2, c, w, o, margin=0.5)
+    diagrams.fit(ax, h1, h2, c, w, o, diagrams.Bounds(-0.2, -1.0, 16.4, 11.4), margin=0.3)
     return fig

@@ -48,18 +48,22 @@ def causal_weights() -> Figure:
 
 @figure("multi-head")
 def multi_head() -> Figure:
-    """Per-head weights of the multi-head chapter's three stacked heads (seed 123)."""
+    """The two causal heads of the multi-head chapter's wrapper (seed 123) on "Your journey…"."""
 
     def build() -> Figure:
-        sentence = examples.life_is_short()
-        inputs = sentence.inputs  # (6, 16)
-        torch.rand(24, 16), torch.rand(24, 16), torch.rand(28, 16)  # the single-head draws
-        W_query = torch.rand(3, 24, 16)  # (H, d_q, d)
-        W_key = torch.rand(3, 24, 16)  # (H, d_k, d)
-        queries = inputs @ W_query.transpose(-2, -1)  # (6, 16) @ (3, 16, 24) -> (3, 6, 24)
-        keys = inputs @ W_key.transpose(-2, -1)  # (3, 6, 24)
-        attn_weights = attnlab.attention_weights(queries, keys)  # (3, 6, 6), scale 1/sqrt(24)
-        return plot.plot_heads(attn_weights, sentence.words)
+        words, inputs = examples.your_journey()
+        wrapper = attnlab.MultiHeadAttentionWrapper(d_in=3, d_out=4, num_heads=2, causal=True)
+        with torch.no_grad():
+            per_head = torch.stack(
+                [
+                    attnlab.attention_weights(
+                        head.W_query(inputs), head.W_key(inputs), is_causal=True
+                    )
+                    for head in wrapper.heads
+                    if isinstance(head, attnlab.CausalAttention)
+                ]
+            )  # (H, T, T) = (2, 6, 6)
+        return plot.plot_heads(per_head, words, annotate=True, decimals=1)
 
     return seeded(123, build)
 
@@ -207,11 +211,11 @@ def causal_row() -> Figure:
 
 @figure("head-split", diagram=True)
 def head_split() -> Figure:
-    """``MultiHeadAttention(3, 4, num_heads=2)`` (seed 123): (B, T, d_out) → (B, H, T, D) → back."""
+    """Causal ``MultiHeadAttention(3, 4, num_heads=2)`` (seed 123): split, attend, merge."""
 
     def build() -> Figure:
         _, inputs = examples.your_journey()
-        module = attnlab.MultiHeadAttention(d_in=3, d_out=4, num_heads=2)
+        module = attnlab.MultiHeadAttention(d_in=3, d_out=4, num_heads=2, causal=True)
         x = inputs.unsqueeze(0)  # (B, T, d_in) = (1, 6, 3)
         with torch.no_grad():
             queries = module.W_query(x)  # (1, 6, 4)
@@ -292,6 +296,145 @@ def cross_attention_diagram() -> Figure:
         diagrams.label(ax, (10.0, 9.0), "sequence 2 (keys)")
         diagrams.label(ax, (11.0, 9.0), "            weight", ha="left")
         diagrams.fit(ax, diagrams.Bounds(-0.2, -0.5, 14.0, 9.5), margin=0.1)
+        return fig
+
+    return seeded(123, build)
+
+
+@figure("mask-polarity", diagram=True)
+def mask_polarity() -> Figure:
+    """``causal_mask(6)`` given to ``nn.MultiheadAttention`` unflipped and flipped (seed 123)."""
+
+    def build() -> Figure:
+        words, inputs = examples.your_journey()
+        mha = torch.nn.MultiheadAttention(embed_dim=3, num_heads=1, batch_first=True)
+        allowed = attnlab.causal_mask(6)  # (6, 6), True = may attend
+        x = inputs.unsqueeze(0)  # (1, 6, 3)
+        with torch.no_grad():
+            _, right = mha(x, x, x, attn_mask=~allowed)  # (1, 6, 6)
+            _, wrong = mha(x, x, x, attn_mask=allowed)  # (1, 6, 6), last row NaN
+        fig, ax = diagrams.canvas(8.0, 4.2)
+        cell = (1.0, 0.9)
+        panels = [
+            (right[0], "True = may attend (causal)", 0.0),
+            (wrong[0], "True = ignore (future only)", 9.0),
+        ]
+        bounds = []
+        for weights, title, x0 in panels:
+            used = weights.nan_to_num(0.0) > 0  # (6, 6) the keys each query used
+            b = diagrams.matrix(
+                ax,
+                weights.nan_to_num(0.0),
+                (x0, 0.0),
+                role="weights",
+                decimals=1,
+                cell=cell,
+                masked=~used,
+                row_labels=list(words) if x0 == 0.0 else None,
+                col_labels=[w[:4] for w in words],
+                title=title,
+                fontsize="medium",
+            )
+            bounds.append(b)
+        for j in range(6):  # "step" keeps no key: its row is NaN
+            diagrams.label(ax, (9.5 + j, 0.45), "NaN", fontsize="small")
+        diagrams.fit(ax, *bounds, diagrams.Bounds(-2.0, 0.0, 15.0, 6.5), margin=0.2)
+        return fig
+
+    return seeded(123, build)
+
+
+@figure("view-transpose", diagram=True)
+def view_transpose() -> Figure:
+    """Twelve numbers, (B, T, d_out) = (1, 3, 4), split into two heads: view, then transpose."""
+    x = torch.arange(12.0).view(1, 3, 4)  # (B, T, d_out)
+    split = x.view(1, 3, 2, 2)  # (B, T, H, D): per token, one row per head
+    heads = split.transpose(1, 2)  # (B, H, T, D): per head, one row per token
+    fig, ax = diagrams.canvas(8.0, 4.4)
+    grid = matrix_style((1.0, 0.8), decimals=0, fontsize="large")
+    tokens, names = ["t1", "t2", "t3"], ["h1", "h2"]
+    x_box = grid(ax, x[0], (1.0, 4.2), role="queries", title="x (1, 3, 4)", row_labels=tokens)
+    per_token = [
+        grid(ax, split[0, t], (8.0 + 3.4 * t, 4.6), role="queries", title=tokens[t],
+             row_labels=names if t == 0 else None)
+        for t in range(3)
+    ]  # fmt: skip
+    per_head = [
+        grid(ax, heads[0, h], (9.0 + 4.4 * h, 0.0), role="queries", title=f"head {h + 1}",
+             row_labels=tokens)
+        for h in range(2)
+    ]  # fmt: skip
+    diagrams.arrow(ax, x_box.right_mid, (per_token[0].left - 0.9, per_token[0].bottom + 0.8))
+    diagrams.label(ax, (11.4, 7.6), "view: (1, 3, 2, 2) = (B, T, H, D)", fontsize="medium")
+    diagrams.arrow(ax, per_token[1].bottom_mid, (per_token[1].left + 1.0, per_head[0].top + 0.9))
+    diagrams.label(
+        ax, (4.2, 1.2), "transpose(1, 2):\n(1, 2, 3, 2)\n= (B, H, T, D)", fontsize="medium"
+    )
+    diagrams.fit(
+        ax, x_box, *per_token, *per_head, diagrams.Bounds(-0.2, -0.2, 16.0, 8.0), margin=0.3
+    )
+    return fig
+
+
+@figure("stacked-projection", diagram=True)
+def stacked_projection() -> Figure:
+    """The wrapper's two heads' W_query weights (seed 123), stacked by rows, and the queries."""
+
+    def build() -> Figure:
+        _, inputs = examples.your_journey()
+        wrapper = attnlab.MultiHeadAttentionWrapper(d_in=3, d_out=4, num_heads=2, causal=True)
+        heads = [h for h in wrapper.heads if isinstance(h, attnlab.CausalAttention)]
+        with torch.no_grad():
+            weight = torch.cat([h.W_query.weight for h in heads])  # (4, 3) = (d_out, d_in)
+            queries = inputs @ weight.T  # (6, 4)
+        fig, ax = diagrams.canvas(8.0, 3.6)
+        grid = matrix_style((1.3, 0.75), decimals=2, fontsize="medium")
+        w1 = grid(ax, weight[:2], (0, 2.6), role="queries", title="head 1 (2, 3)")
+        w2 = grid(ax, weight[2:], (0, -0.6), role="queries", title="head 2 (2, 3)")
+        stacked = grid(ax, weight, (6.4, 0.5), role="queries", title="W_query (4, 3)")
+        q = grid(ax, queries, (13.6, -0.6), role="queries", title="queries (6, 4)")
+        diagrams.arrow(ax, w1.right_mid, (stacked.left, stacked.top - 0.75))
+        diagrams.arrow(ax, w2.right_mid, (stacked.left, stacked.bottom + 0.75))
+        diagrams.arrow(ax, stacked.right_mid, q.left_mid, "x @ W.T")
+        diagrams.label(ax, (14.9, -1.3), "head 1", fontsize="medium")
+        diagrams.label(ax, (17.5, -1.3), "head 2", fontsize="medium")
+        diagrams.fit(ax, w1, w2, stacked, q, diagrams.Bounds(-0.2, -1.7, 19.0, 4.6), margin=0.3)
+        return fig
+
+    return seeded(123, build)
+
+
+@figure("padding-mask", diagram=True)
+def padding_mask() -> Figure:
+    """Query 1 of the cross-attention chapter's padded context: mask, weights, and no mask."""
+
+    def build() -> Figure:
+        x = examples.life_is_short().inputs  # (6, 16)
+        context = examples.second_sequence(num_tokens=8, embed_dim=10)  # (8, 10)
+        padded = torch.cat([context[:5], torch.zeros(3, 10)])  # (8, 10)
+        real = torch.tensor([True] * 5 + [False] * 3)  # (S,)
+        cross = attnlab.CrossAttention(d_in=16, d_context=10, d_out=16, num_heads=4)
+        with torch.no_grad():
+            _, masked = cross(x, padded, key_padding_mask=real, need_weights=True)  # (6, 8)
+            _, unmasked = cross(x, padded, need_weights=True)  # (6, 8)
+        fig, ax = diagrams.canvas(8.0, 3.0)
+        cell = (1.5, 0.9)
+        slots = [f"c{j + 1}" for j in range(5)] + ["pad"] * 3
+        rows = [
+            ("mask (True = real)", real.float(), None, 0, "input"),
+            ("weights", masked[0], ~real, 2, "weights"),
+            ("no mask", unmasked[0], None, 2, "masked"),
+        ]
+        bounds = []
+        for k, (name, values, hide, decimals, role) in enumerate(rows):
+            y = (len(rows) - 1 - k) * 1.5
+            b = diagrams.matrix(
+                ax, values, (0, y), role=role, decimals=decimals, cell=cell, fontsize="medium",
+                masked=hide, masked_text="0", col_labels=slots if k == 0 else None,
+            )  # fmt: skip
+            diagrams.label(ax, (b.right + 0.3, y + 0.45), name, ha="left", fontsize="medium")
+            bounds.append(b)
+        diagrams.fit(ax, *bounds, diagrams.Bounds(0, 0, bounds[0].right + 5.2, 4.6))
         return fig
 
     return seeded(123, build)

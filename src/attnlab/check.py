@@ -4,16 +4,23 @@
 of your module into [`MultiHeadAttention(causal=True)`][attnlab.MultiHeadAttention] and
 into a path through PyTorch's ``F.scaled_dot_product_attention(is_causal=True)``, runs
 all three on the same seeded batch and reports whether the outputs agree and, if not,
-the first token where they part.
+the first token where they part and, where it can tell, which stage is wrong: it calls
+your module twice (a module still random in evaluation mode is reported), tries the
+other head counts that divide ``d_out``, and probes it with a one-token sequence and a
+sequence of one token repeated, on which the mask, the scale and the softmax cannot
+matter.
 
 Your module needs four ``nn.Linear`` layers named as on the site: ``W_query``,
 ``W_key`` and ``W_value`` (``d_in -> d_out``, biases optional) and ``out_proj``
-(``d_out -> d_out``), and must map ``(B, T, d_in)`` to ``(B, T, d_out)``.
+(``d_out -> d_out``), and must map ``(B, T, d_in)`` to ``(B, T, d_out)``. If it has an
+integer ``num_heads`` attribute, the check also compares it with the ``num_heads`` it is
+given.
 """
 
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass, replace
 
 import torch
@@ -43,6 +50,7 @@ class AttentionCheck:
         tokens: ``T`` of the test input.
         num_heads: ``H``, as given to the check.
         atol: The tolerance used.
+        hint: Which stage is likely wrong, where the check can tell; empty otherwise.
     """
 
     passed: bool
@@ -52,12 +60,19 @@ class AttentionCheck:
     tokens: int
     num_heads: int
     atol: float
+    hint: str = ""
 
     def __str__(self) -> str:
         setting = f"B={self.batch}, T={self.tokens}, H={self.num_heads}"
         if self.passed:
             return f"PASS ({setting}): equal to PyTorch's SDPA and attnlab's MultiHeadAttention"
-        return f"FAIL ({setting}): {self.problem}"
+        hint = (
+            "\n"
+            + textwrap.fill(f"hint: {self.hint}", 88, initial_indent="  ", subsequent_indent="    ")
+            if self.hint
+            else ""
+        )
+        return f"FAIL ({setting}): {self.problem}{hint}"
 
 
 def check_causal_self_attention(
@@ -72,7 +87,9 @@ def check_causal_self_attention(
     """Compare your causal multi-head self-attention with PyTorch's and the package's.
 
     The module runs in evaluation mode (dropout off) without gradients, on a seeded
-    ``(batch, tokens, d_in)`` input; its training mode is restored afterwards. Its four
+    ``(batch, tokens, d_in)`` input, twice: two calls that differ are a failure (something
+    random, such as dropout that ignores ``self.training``, still runs). Its training mode
+    is restored afterwards. Its four
     projections are copied into ``MultiHeadAttention(d_in, d_out, num_heads,
     causal=True)`` and used, split into heads by ``view`` and ``transpose``, around
     ``F.scaled_dot_product_attention(..., is_causal=True)``: causal (query ``i`` sees
@@ -87,8 +104,18 @@ def check_causal_self_attention(
         atol: Largest absolute difference still counted as equal.
         seed: Seed of the test input.
 
+    Where the output is wrong, the check looks for the stage: ``num_heads`` against the
+    module's own ``num_heads`` attribute and against every other head count dividing
+    ``d_out``; then a one-token input (its one weight is 1 whatever the mask, scale or
+    softmax, so a wrong output there points at the projections, the merge or
+    ``out_proj``, and NaN at a mask hiding the diagonal); then one token repeated
+    ``tokens`` times (any weights summing to one give every token the same output, so a
+    wrong output points at the split into heads or a softmax over the wrong axis); then
+    attention without the mask and with the scale ``1 / sqrt(d_out)``.
+
     Returns:
-        An [`AttentionCheck`][attnlab.AttentionCheck]: ``passed``, and why not; print it.
+        An [`AttentionCheck`][attnlab.AttentionCheck]: ``passed``, and why not, with a
+        ``hint`` where the check can tell the stage; print it.
 
     Raises:
         TypeError: ``module`` is not an ``nn.Module``, a projection is missing or not an
@@ -110,12 +137,20 @@ def check_causal_self_attention(
     try:
         with torch.no_grad():
             output = module(x)
+            again = module(x)
             expected = _sdpa_reference(layers, x, num_heads)  # (B, T, d_out)
             package = _package_reference(layers, num_heads)(x)  # (B, T, d_out)
+            check = AttentionCheck(True, "", 0.0, batch, tokens, num_heads, atol)
+            check = _compare(output, (expected, package), (batch, tokens, d_out), check)
+            if math.isinf(check.max_diff):  # wrong shape: nothing more to compare
+                return check
+            if not torch.allclose(output, again, rtol=0.0, atol=atol, equal_nan=True):
+                return _random_in_eval(output, again, check)
+            if not check.passed:
+                check = replace(check, hint=_diagnose(module, layers, x, num_heads, atol))
     finally:
         module.train(was_training)
-    check = AttentionCheck(True, "", 0.0, batch, tokens, num_heads, atol)
-    return _compare(output, (expected, package), (batch, tokens, d_out), check)
+    return check
 
 
 def _projections(module: object) -> dict[str, nn.Linear]:
@@ -165,8 +200,18 @@ def _check_sizes(
         raise ValueError(f"atol must be a positive float; got {atol}")
 
 
-def _sdpa_reference(layers: dict[str, nn.Linear], x: Tensor, num_heads: int) -> Tensor:
-    """Your projections around PyTorch's causal SDPA: the first reference."""
+def _sdpa_reference(
+    layers: dict[str, nn.Linear],
+    x: Tensor,
+    num_heads: int,
+    *,
+    causal: bool = True,
+    scale: float | None = None,
+) -> Tensor:
+    """Your projections around PyTorch's causal SDPA: the first reference.
+
+    ``causal`` and ``scale`` are changed only to name a bug.
+    """
     B, T, _ = x.shape  # batch, tokens, d_in
     d_out = layers["W_query"].out_features
     H, D = num_heads, d_out // num_heads
@@ -176,7 +221,7 @@ def _sdpa_reference(layers: dict[str, nn.Linear], x: Tensor, num_heads: int) -> 
 
     queries, keys, values = (split(layers[n](x)) for n in ("W_query", "W_key", "W_value"))
     context_vecs = F.scaled_dot_product_attention(
-        queries, keys, values, is_causal=True, scale=1 / math.sqrt(D)
+        queries, keys, values, is_causal=causal, scale=scale or 1 / math.sqrt(D)
     )  # (B, H, T, D)
     merged = context_vecs.transpose(1, 2).reshape(B, T, d_out)  # (B, H, T, D) -> (B, T, d_out)
     output: Tensor = layers["out_proj"](merged)  # (B, T, d_out)
@@ -224,3 +269,91 @@ def _compare(
     max_diff = diff.max().item()
     problem = f"wrong from token {first} on (largest difference {max_diff:.2g})"
     return replace(check, passed=False, problem=problem, max_diff=max_diff)
+
+
+def _same(output: Tensor, reference: Tensor, atol: float) -> bool:
+    """Equal within ``atol`` everywhere, NaN in neither."""
+    diff = (output.double() - reference.double()).abs()
+    return not bool(diff.isnan().any()) and bool((diff <= atol).all())
+
+
+def _random_in_eval(output: Tensor, again: Tensor, check: AttentionCheck) -> AttentionCheck:
+    """The failure of a module whose two calls in evaluation mode differ."""
+    diff = (output.double() - again.double()).abs()  # NaN only where one call gave NaN
+    largest = diff.nan_to_num(nan=math.inf).max().item()
+    problem = f"two calls in evaluation mode differ (largest difference {largest:.2g})"
+    hint = (
+        "dropout must follow self.training: nn.Dropout does; F.dropout needs "
+        "training=self.training, SDPA dropout_p=0.0 outside training"
+    )
+    return replace(check, passed=False, problem=problem, max_diff=largest, hint=hint)
+
+
+def _diagnose(
+    module: nn.Module, layers: dict[str, nn.Linear], x: Tensor, num_heads: int, atol: float
+) -> str:
+    """Which stage of ``module`` is wrong, where probes can tell; empty where they cannot."""
+    try:
+        return _probe(module, layers, x, num_heads, atol)
+    except Exception:  # a module that refuses a probe's input: no hint, not a crash
+        return ""
+
+
+def _probe(
+    module: nn.Module, layers: dict[str, nn.Linear], x: Tensor, num_heads: int, atol: float
+) -> str:
+    """The hint of ``_diagnose``, from the probes it lists."""
+    heads = _heads_hint(module, layers, x, num_heads, atol)
+    if heads:
+        return heads
+    d_out = layers["out_proj"].out_features
+    one = x[:, :1]  # (B, 1, d_in): its one weight is 1 whatever the mask, scale or softmax
+    one_out = module(one)
+    if not isinstance(one_out, Tensor) or one_out.shape != (x.shape[0], 1, d_out):
+        return ""
+    if bool(one_out.isnan().any()):
+        return "a one-token input gives NaN: the mask hides a token's own key (the diagonal)"
+    if not _same(one_out, _sdpa_reference(layers, one, num_heads), atol):
+        return (
+            "a one-token input (its one weight is 1 whatever the mask, scale or softmax) "
+            "is already wrong: the projections, the merge of the heads or out_proj"
+        )
+    repeated = one.expand_as(x).contiguous()  # (B, T, d_in): one token, T times
+    repeated_out = module(repeated)
+    nan_tokens = repeated_out.isnan().any(dim=2).any(dim=0).nonzero().flatten().tolist()
+    if nan_tokens:
+        return (
+            f"tokens {nan_tokens} have no key left to attend to: the mask hides too much "
+            "(masked_fill fills where True)"
+        )
+    if not _same(repeated_out, _sdpa_reference(layers, repeated, num_heads), atol):
+        return (
+            "one token repeated (any weights summing to 1 give it the same output) comes "
+            "out wrong: the split into heads, or a softmax over the wrong axis"
+        )
+    output = module(x)
+    if _same(output, _sdpa_reference(layers, x, num_heads, causal=False), atol):
+        return "it equals attention without the causal mask: every token sees its future"
+    if _same(output, _sdpa_reference(layers, x, num_heads, scale=1 / math.sqrt(d_out)), atol):
+        return "it equals attention scaled by 1/sqrt(d_out), not 1/sqrt(D) with D=d_out//H"
+    return "the one-token and repeated-token probes pass: look at the mask, scale, softmax"
+
+
+def _heads_hint(
+    module: nn.Module, layers: dict[str, nn.Linear], x: Tensor, num_heads: int, atol: float
+) -> str:
+    """A sentence when the module's heads are not the ``num_heads`` the check was told."""
+    d_out = layers["out_proj"].out_features
+    output = module(x)
+    matching = [
+        h
+        for h in range(1, d_out + 1)
+        if d_out % h == 0 and h != num_heads and _same(output, _sdpa_reference(layers, x, h), atol)
+    ]
+    declared = getattr(module, "num_heads", None)
+    told = f"the check was told num_heads={num_heads}"
+    if isinstance(declared, int) and not isinstance(declared, bool) and declared != num_heads:
+        return f"module.num_heads is {declared} but {told}"
+    if matching:
+        return f"it equals causal attention with H={matching[0]} heads, but {told}"
+    return ""

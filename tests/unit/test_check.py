@@ -10,11 +10,12 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnlab import AttentionCheck, check_causal_self_attention
 
-BUGS = ("softmax_dim", "diagonal", "polarity", "scale_d_out", "view")
+BUGS = ("softmax_dim", "diagonal", "polarity", "scale_d_out", "view", "no_mask", "no_out_proj")
 
 
 class Written(nn.Module):
@@ -49,11 +50,14 @@ class Written(nn.Module):
             future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=0)
         if self.bug == "polarity":
             future = ~future
-        attn_scores = attn_scores.masked_fill(future, float("-inf"))
+        if self.bug != "no_mask":
+            attn_scores = attn_scores.masked_fill(future, float("-inf"))
         width = self.d_out if self.bug == "scale_d_out" else self.head_dim
         dim = -2 if self.bug == "softmax_dim" else -1
         attn_weights = self.dropout(torch.softmax(attn_scores / math.sqrt(width), dim=dim))
         context_vecs = (attn_weights @ values).transpose(1, 2).reshape(B, T, self.d_out)
+        if self.bug == "no_out_proj":
+            return context_vecs
         out: Tensor = self.out_proj(context_vecs)
         return out
 
@@ -98,6 +102,81 @@ def test_the_report_names_where_a_bug_starts() -> None:
 def test_the_check_uses_the_heads_it_is_told() -> None:
     """A 2-head module checked as 3 heads fails: the scale and the split differ."""
     assert not check_causal_self_attention(_written(2), 3).passed
+
+
+@pytest.mark.parametrize(
+    ("bug", "hint"),
+    [
+        ("no_out_proj", "a one-token input (its one weight is 1"),
+        ("diagonal", "a one-token input gives NaN: the mask hides a token's own key"),
+        ("polarity", "a one-token input gives NaN: the mask hides a token's own key"),
+        ("view", "comes out wrong: the split into heads, or a softmax over the wrong axis"),
+        ("softmax_dim", "comes out wrong: the split into heads, or a softmax over the wrong"),
+        ("no_mask", "it equals attention without the causal mask"),
+        ("scale_d_out", "it equals attention scaled by 1/sqrt(d_out)"),
+    ],
+)
+def test_the_hint_names_the_stage_that_is_wrong(bug: str, hint: str) -> None:
+    """Each bug trips the probe meant for its stage: a one-token input for the
+    projections and out_proj (token 0 wrong, yet no mask or softmax can matter), NaN there
+    for a mask hiding the diagonal, one token repeated for the split and the softmax's
+    axis, and the mask-less and 1/sqrt(d_out) references for the last two."""
+    check = check_causal_self_attention(_written(bug=bug), 2)
+    assert hint in check.hint, check
+    assert f"hint: {check.hint}" in " ".join(str(check).split())  # wrapped at 88 columns
+    assert all(len(line) <= 88 for line in str(check).splitlines()[1:])
+
+
+def test_a_correct_module_gets_no_hint() -> None:
+    assert check_causal_self_attention(_written(), 2).hint == ""
+
+
+def test_a_module_random_in_eval_mode_is_flagged() -> None:
+    """Dropout that ignores self.training (F.dropout with training=True) still drops in
+    eval mode: two calls differ, and the report says so before comparing anything."""
+
+    class DropoutAlwaysOn(Written):
+        def forward(self, x: Tensor) -> Tensor:
+            return F.dropout(super().forward(x), p=0.1, training=True)  # the bug
+
+    torch.manual_seed(0)
+    check = check_causal_self_attention(DropoutAlwaysOn(6, 12, 2), 2)
+    assert not check.passed
+    assert check.problem.startswith("two calls in evaluation mode differ (largest difference ")
+    assert "dropout must follow self.training" in check.hint
+
+
+def test_a_deterministic_nan_is_not_called_random() -> None:
+    """NaN in both calls, at the same places, is a wrong output, not a random one."""
+    check = check_causal_self_attention(_written(bug="diagonal"), 2)
+    assert check.problem == "wrong from token 0 on (NaN at tokens [0])"
+
+
+def test_a_wrong_num_heads_is_named_from_the_modules_attribute() -> None:
+    """A module whose num_heads attribute differs from the check's is told so."""
+    check = check_causal_self_attention(_written(2), 3)
+    assert check.hint == "module.num_heads is 2 but the check was told num_heads=3"
+
+
+def test_a_wrong_num_heads_is_found_without_the_attribute() -> None:
+    """Without a num_heads attribute, the check tries the head counts dividing d_out and
+    names the one the module matches."""
+
+    class Anonymous(Written):
+        def __init__(self) -> None:
+            super().__init__(6, 12, 4)
+            del self.num_heads  # the heads live only in split: 4 of width 3
+
+        def split(self, x: Tensor) -> Tensor:
+            B, T, _ = x.shape
+            return x.view(B, T, 4, 3).transpose(1, 2)
+
+    torch.manual_seed(0)
+    anonymous = Anonymous()
+    check = check_causal_self_attention(anonymous, 2)
+    assert check.hint == (
+        "it equals causal attention with H=4 heads, but the check was told num_heads=2"
+    )
 
 
 def test_the_modules_mode_is_restored_and_dropout_is_off_during_the_check() -> None:
