@@ -24,16 +24,10 @@ RESULT_NAMES: tuple[str, ...] = tuple(SUITES)
 
 
 def results_file(name: str) -> Traversable:
-    """The recorded results file of run ``name``, inside the installed package.
+    """The recorded results file of run ``name`` (one of ``RESULT_NAMES``), in the package.
 
-    Read through ``importlib.resources``, so it is found wherever the package is: a
-    checkout's ``src/attnlab/results/`` or an installed wheel.
-
-    Args:
-        name: One of ``RESULT_NAMES``.
-
-    Returns:
-        The file, as an ``importlib.resources`` traversable (``read_text()`` reads it).
+    Read through ``importlib.resources`` (``read_text()``), so it is found in a checkout
+    and in an installed wheel alike.
     """
     if name not in RESULT_NAMES:
         raise ValueError(f"name must be one of {', '.join(RESULT_NAMES)}; got {name!r}")
@@ -43,15 +37,11 @@ def results_file(name: str) -> Traversable:
 def load_results(source: str | os.PathLike[str] = "forward") -> dict[str, Any]:
     """Read benchmark results: a recorded run by name, or a file the command line wrote.
 
-    Args:
-        source: A name in ``RESULT_NAMES`` (the recorded run the docs show; by default
-            the forward sweep), or the path of a JSON file written by
-            ``python -m attnlab.bench``.
-
-    Returns:
-        The results, as the run's ``run_*`` function returned them (for ``forward``,
-        the keys ``machine``, ``matmul_gflops``, ``sweep``, ``modules`` and
-        ``large_run``; ``sweep`` has one entry per method, ``T`` and ``causal``).
+    ``source`` is a name in ``RESULT_NAMES`` (by default the forward sweep) or the path of
+    a JSON file written by ``python -m attnlab.bench``. The results are what the run's
+    ``run_*`` function returned (for ``forward``: ``machine``, ``matmul_gflops``,
+    ``sweep``, ``modules``, ``large_run``; ``sweep`` has one entry per method, ``T`` and
+    ``causal``).
     """
     if isinstance(source, str) and source in RESULT_NAMES:
         text = results_file(source).read_text(encoding="utf-8")
