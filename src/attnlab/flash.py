@@ -129,7 +129,8 @@ def flash_attention(
     and recomputes a query block with the rescaling algorithm if anything overflowed.
     With gradients enabled, the forward saves only the output and each row's
     log-sum-exp, and the backward pass recomputes the weights block by block
-    (FlashAttention-2's backward), so training memory also grows like ``L + S``.
+    (FlashAttention-2's formulas, with query blocks outside), so training memory also
+    grows like ``L + S``.
     With dropout (or a float mask that needs gradients), autograd differentiates
     through the blocks instead.
 
@@ -351,9 +352,10 @@ def _run_path(call: FlashCall, dropout_p: float, needs_grad: bool) -> tuple[Tens
 class _FlashAttentionFunction(torch.autograd.Function):
     """Flash forward that saves only the output and the log-sum-exp; tiled backward.
 
-    The backward is FlashAttention-2's: with ``P = exp(S - lse)`` recomputed block by
-    block and ``D = rowsum(dO * O)``, ``dV += P^T dO``, ``dP = dO V^T``,
-    ``dS = P * (dP - D)``, ``dQ += scale * dS K`` and ``dK += scale * dS^T Q``.
+    The backward uses FlashAttention-2's formulas: with ``P = exp(S - lse)`` recomputed
+    block by block and ``D = rowsum(dO * O)``, ``dV += P^T dO``, ``dP = dO V^T``,
+    ``dS = P * (dP - D)``, ``dQ += scale * dS K`` and ``dK += scale * dS^T Q``; its loop
+    runs query blocks outside (see ``flash_backward`` for FlashAttention-2's order).
     """
 
     @staticmethod
@@ -385,6 +387,8 @@ def flash_backward(
     lse: Tensor,
     grad_output: Tensor,
     grad_lse: Tensor | None = None,
+    *,
+    order: Literal["query", "key"] = "query",
 ) -> tuple[Tensor, Tensor, Tensor]:
     """dQ, dK, dV tile by tile, recomputing each tile's weights from the lse.
 
@@ -395,10 +399,17 @@ def flash_backward(
     by autograd, so every step runs in place. A tile holds every query head of a
     group, so dK and dV sum over the group as they accumulate.
 
+    ``order``, the loop nest over the same tiles: ``"query"`` (what ``flash_attention``
+    runs) puts query blocks outside, dK and dV accumulating across them; ``"key"`` is
+    FlashAttention-2's, key/value blocks outside, each block's dK and dV kept in a
+    buffer (on a GPU, on chip) and written once, dQ accumulating (on a GPU, atomically).
+
     Shapes: ``output`` and ``grad_output (n, L * group, Ev)``, ``lse`` and
     ``grad_lse (n, L * group)``, ``call`` as in ``FlashCall``; returns tensors shaped
     like ``call.q``, ``call.k``, ``call.v``.
     """
+    if order not in ("query", "key"):
+        raise ValueError(f"order must be 'query' or 'key'; got {order!r}")
     q, k, v = call.q, call.k, call.v
     n, R, E = q.shape
     S, Ev = v.shape[-2:]
@@ -416,24 +427,67 @@ def flash_backward(
     values_ext = torch.cat([v, v.new_ones(n, S, 1)], dim=-1)  # (n, S, Ev + 1)
     size = n * min(call.block_q * call.rule.group, R) * min(call.block_k, S)
     weights_buf, grad_buf = q.new_empty(size), q.new_empty(size)
-    for i0, i1 in call.query_blocks():
-        rows = call.rows(i0, i1)
+
+    def one_tile(tile: Tile, grad_k_block: Tensor, grad_v_block: Tensor) -> None:
+        """Add one tile's share to dQ (in place) and to the given dK, dV rows."""
+        rows = call.rows(tile.i0, tile.i1)
         queries = queries_ext[:, rows]  # (n, Bq * group, E + 1): [q * scale, -lse]
         grad_out_block = grad_out_ext[:, rows]  # (n, Bq * group, Ev + 1): [dO, -D]
-        grad_q_block = grad_q[:, rows]
-        for tile in call.tiles(i0, i1):
-            keys = slice(tile.j0, tile.j1)
-            shape = (n, queries.shape[1], tile.j1 - tile.j0)
-            attn_weights = weights_buf[: math.prod(shape)].view(shape)
-            block_scores(queries, keys_ext, tile, call.rule, out=attn_weights)
-            attn_weights.exp_()  # P = exp(S - lse): (n, Bq * group, Bk)
-            grad_v[:, keys].baddbmm_(attn_weights.transpose(-2, -1), grad_out_block[..., :Ev])
-            grad_scores = grad_buf[: math.prod(shape)].view(shape)
-            torch.bmm(grad_out_block, values_ext[:, keys].transpose(-2, -1), out=grad_scores)
-            grad_scores.mul_(attn_weights)  # dS = P * (dP - D)
-            grad_q_block.baddbmm_(grad_scores, k[:, keys], alpha=call.scale)
-            grad_k[:, keys].baddbmm_(grad_scores.transpose(-2, -1), queries[..., :E])
+        keys = slice(tile.j0, tile.j1)
+        shape = (n, queries.shape[1], tile.j1 - tile.j0)
+        attn_weights = weights_buf[: math.prod(shape)].view(shape)
+        block_scores(queries, keys_ext, tile, call.rule, out=attn_weights)
+        attn_weights.exp_()  # P = exp(S - lse): (n, Bq * group, Bk)
+        grad_v_block.baddbmm_(attn_weights.transpose(-2, -1), grad_out_block[..., :Ev])
+        grad_scores = grad_buf[: math.prod(shape)].view(shape)
+        torch.bmm(grad_out_block, values_ext[:, keys].transpose(-2, -1), out=grad_scores)
+        grad_scores.mul_(attn_weights)  # dS = P * (dP - D)
+        grad_q[:, rows].baddbmm_(grad_scores, k[:, keys], alpha=call.scale)
+        grad_k_block.baddbmm_(grad_scores.transpose(-2, -1), queries[..., :E])
+
+    if order == "query":
+        for i0, i1 in call.query_blocks():
+            for tile in call.tiles(i0, i1):
+                keys = slice(tile.j0, tile.j1)
+                one_tile(tile, grad_k[:, keys], grad_v[:, keys])
+        return grad_q, grad_k, grad_v
+    # FlashAttention-2's order: one key/value block outside, every query block inside
+    tiles_by_key: dict[int, list[Tile]] = {}  # key blocks start on the same grid
+    for tile in (t for i0, i1 in call.query_blocks() for t in call.tiles(i0, i1)):
+        tiles_by_key.setdefault(tile.j0, []).append(tile)
+    for j0 in sorted(tiles_by_key):
+        j1 = max(tile.j1 for tile in tiles_by_key[j0])
+        grad_k_block, grad_v_block = k.new_zeros(n, j1 - j0, E), v.new_zeros(n, j1 - j0, Ev)
+        for tile in tiles_by_key[j0]:  # a causal tile may stop short of j1
+            width = tile.j1 - j0
+            one_tile(tile, grad_k_block[:, :width], grad_v_block[:, :width])
+        grad_k[:, j0:j1], grad_v[:, j0:j1] = grad_k_block, grad_v_block  # written once
     return grad_q, grad_k, grad_v
+
+
+def flash_attention_taught(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    is_causal: bool = False,
+    block_size: int | tuple[int, int] = DEFAULT_BLOCK_SIZE,
+    *,
+    enable_gqa: bool = False,
+) -> Tensor:
+    """``flash_attention``'s output by the loop as taught, even where it takes its fast path.
+
+    The running maximum and sum, rescaling every tile; for ``bench --flash_taught``.
+    """
+    batch, group = check_attention_args(
+        query, key, value, None, 0.0, is_causal, None, enable_gqa=enable_gqa
+    )
+    L, E = query.shape[-2:]
+    q, k, v, _ = _kernel_layout(query, key, value, None, batch, group)
+    rule = TileRule(is_causal, None, offset=k.shape[-2] - L, group=group)
+    call = FlashCall(q, k, v, rule, 1.0 / math.sqrt(E), *check_block_size(block_size))
+    output, _ = _flash_rescaling(call, 0.0)
+    n, Ev = output.shape[0], output.shape[-1]
+    return output.view(n, L, group, Ev).transpose(1, 2).reshape(*batch, L, Ev)
 
 
 def _flash_rescaling(call: FlashCall, dropout_p: float) -> tuple[Tensor, Tensor]:

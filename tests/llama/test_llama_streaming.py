@@ -24,6 +24,8 @@ from attnlab.llama.experiments import (
     long_text,
     masked_logits,
     mean_loss,
+    ov_copying_scores,
+    renumbered_streaming_logits,
     streaming_mask,
 )
 
@@ -208,3 +210,92 @@ def test_the_recorded_streaming_run_orders_the_settings() -> None:
     assert abs(loss[(128, 1)] - loss[(128, 4)]) < 0.1  # token 0 alone does most of it
     for row in results["rows"]:
         assert len(row["bucket_losses"]) == 1024 // results["config"]["bucket"]
+
+
+def _streaming_decode(
+    model: LlamaModel, ids: torch.Tensor, window: int, sinks: int
+) -> torch.Tensor:
+    """StreamingLLM token by token: a cache of unrotated keys, renumbered at every step."""
+    import torch.nn.functional as F
+
+    caches: list[tuple[list[torch.Tensor], list[torch.Tensor]]] = [([], []) for _ in model.layers]
+    logits = []
+    with torch.no_grad():
+        for i in range(ids.shape[1]):
+            kept = [j for j in range(i + 1) if j < sinks or j > i - window]
+            positions = torch.arange(len(kept))  # the cache's own numbering
+            x = model.embed(ids[:, i : i + 1])  # (B, 1, d)
+            for block, (keys, values) in zip(model.layers, caches, strict=True):
+                attn = block.attn
+                h = block.attn_norm(x)
+                keys.append(attn.split_heads(attn.k_proj(h)))  # (B, Hkv, 1, D), unrotated
+                values.append(attn.split_heads(attn.v_proj(h)))
+                rotary = getattr(attn, "positions", None) or attn.rotary
+                k = rotary.rotate(torch.cat([keys[j] for j in kept], dim=-2), positions)
+                v = torch.cat([values[j] for j in kept], dim=-2)
+                q = rotary.rotate(attn.split_heads(attn.q_proj(h)), positions[-1:])
+                context_vecs = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+                x = x + attn.o_proj(attn.merge_heads(context_vecs))
+                x = x + block.ffn(block.ffn_norm(x))
+            logits.append(model.norm(x) @ model.embed.weight.T)
+    return torch.cat(logits, dim=1)
+
+
+@pytest.mark.parametrize(("window", "sinks"), [(4, 2), (3, 1), (5, 0), (12, 2)])
+def test_renumbered_streaming_equals_a_renumbered_cache_token_by_token(
+    window: int, sinks: int
+) -> None:
+    """The one-pass version equals decoding with StreamingLLM's cache, and equals the
+    original positions until the window fills (or when it never does)."""
+    model, ids = tiny_model(), _ids(12)
+    got = renumbered_streaming_logits(model, ids, window, sinks)
+    assert torch.allclose(got, _streaming_decode(model, ids, window, sinks), atol=1e-5)
+    original = masked_logits(model, ids, streaming_mask(12, window, sinks))
+    full = sinks + window  # from query sinks + window - 1 on, the two numberings agree
+    assert torch.allclose(got[:, :full], original[:, :full], atol=1e-5)
+    if sinks and full < 12:
+        assert not torch.allclose(got, original, atol=1e-3)
+
+
+def test_ov_copying_scores_equal_the_whole_vocabulary_circuit() -> None:
+    """Against W_E W_V W_O W_U built whole, (V, V), with the model's own norms."""
+    model = tiny_model()
+    c = TINY
+    scores = ov_copying_scores(model, sample=c.vocab_size)
+    D, group = c.head_dim, c.num_heads // c.num_kv_heads
+    with torch.no_grad():
+        for n, block in enumerate(model.layers):
+            normed = block.attn_norm(
+                model.embed.weight
+            )  # (V, d): each token, as the layer reads it
+            values = block.attn.v_proj(normed)  # (V, Hkv * D)
+            for head in range(c.num_heads):
+                kv = head // group
+                written = (
+                    values[:, kv * D : (kv + 1) * D]
+                    @ block.attn.o_proj.weight[:, head * D : (head + 1) * D].T
+                )
+                circuit = (written * model.norm.weight) @ model.embed.weight.T  # (V, V)
+                eig = torch.linalg.eigvals(circuit.double())
+                want = float(eig.sum().real / eig.abs().sum())
+                assert scores["eigenvalue"][n, head] == pytest.approx(want, abs=1e-4)
+                top1 = float((circuit.argmax(-1) == torch.arange(c.vocab_size)).float().mean())
+                assert scores["top1"][n, head] == pytest.approx(top1)
+    only = ov_copying_scores(model, sample=8, layers=[1])
+    assert torch.isnan(only["eigenvalue"][0]).all() and not torch.isnan(only["top1"][1]).any()
+    with pytest.raises(ValueError, match=r"sample must be in 1 \.\. V = 64"):
+        ov_copying_scores(model, sample=65)
+
+
+def test_recorded_sink_rows_agree_with_the_streaming_run() -> None:
+    """The trained run's original-position rows are the streaming run's, same settings."""
+    streaming = {
+        (r["window"], r["sinks"]): r["mean_loss"] for r in load_results("streaming")["rows"]
+    }
+    rows = load_results("trained")["sinks"]
+    original = [r for r in rows if r["first_tokens"] == "original" and r["positions"] == "original"]
+    assert len(original) >= 3
+    for row in original:
+        assert row["mean_loss"] == pytest.approx(streaming[row["window"], row["sinks"]], abs=1e-3)
+    copying = load_results("trained")["copying"]
+    assert len(copying["eigenvalue"]) == 30 and len(copying["top1"][0]) == 9

@@ -114,8 +114,8 @@ def test_command_line_chooses_runs() -> None:
 def test_one_table_names_every_suite_its_flag_and_its_recorded_file() -> None:
     """SUITES is the one list of runs: the flags, --all and the recorded names follow it."""
     assert tuple(SUITES) == RESULT_NAMES == (
-        "forward", "flash", "backward", "ring", "decode", "gqa",
-        "window", "llm", "streaming", "cache_formats",
+        "forward", "flash", "flash_taught", "backward", "ring", "decode", "gqa",
+        "window", "llm", "streaming", "passkey", "cache_formats", "trained",
     )  # fmt: skip
     for name, suite in SUITES.items():
         assert parse_args([f"--{name}"])[0] == [name]
@@ -227,9 +227,9 @@ def test_every_recorded_run_ships_inside_the_package() -> None:
 
 def test_load_results_names_what_it_accepts() -> None:
     """An unknown name (or a missing file) is refused, naming the recorded runs."""
-    with pytest.raises(ValueError, match="source must be one of forward, flash, backward, ring"):
+    with pytest.raises(ValueError, match="source must be one of forward, flash, flash_taught, backward, ring"):
         load_results("decoding")
-    with pytest.raises(ValueError, match="name must be one of forward, flash, backward, ring"):
+    with pytest.raises(ValueError, match="name must be one of forward, flash, flash_taught, backward, ring"):
         results_file("benchmark-results")
 
 

@@ -337,3 +337,20 @@ def test_grouped_query_masks_and_gradients_equal_sdpa(causal: bool) -> None:
             *leaves, attn_mask=mask, is_causal=causal, block_size=(3, 4), enable_gqa=True
         )
         torch.testing.assert_close(out, expected, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("kv_heads", [6, 2])
+def test_the_taught_loop_equals_sdpa_where_flash_takes_its_fast_path(
+    causal: bool, kv_heads: int
+) -> None:
+    """flash_attention_taught: the rescaling loop, always; the benchmark times it."""
+    from attnlab.flash import flash_attention_taught
+
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(2, 6, 37, 8, generator=gen)
+    k, v = (torch.randn(2, kv_heads, 37, 8, generator=gen) for _ in range(2))
+    gqa = kv_heads != 6
+    got = flash_attention_taught(q, k, v, causal, block_size=(5, 7), enable_gqa=gqa)
+    want = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+    assert torch.allclose(got, want, atol=1e-6)

@@ -162,3 +162,85 @@ def test_flash_gqa_backward_equals_sdpa_without_repeating_keys(
     assert saved
     if group > 1:
         assert all(shape.numel() < repeated_keys for shape in saved), saved
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "mask_kind", "block_size", "group"),
+    [
+        ({}, None, (4, 7), 1),
+        ({"is_causal": True}, None, (7, 4), 1),
+        ({"is_causal": True}, None, (3, 5), 2),
+        ({"window": 4}, None, (4, 3), 1),
+        ({"window": 3}, None, (2, 3), 3),
+        ({}, "bool", (5, 4), 1),
+        ({}, "float", 1, 1),
+    ],
+)
+def test_key_outer_order_equals_sdpa_and_query_order(
+    monkeypatch: pytest.MonkeyPatch,
+    kwargs: dict[str, object],
+    mask_kind: str | None,
+    block_size: int | tuple[int, int],
+    group: int,
+) -> None:
+    """FlashAttention-2's loop order (key/value blocks outside) gives SDPA's gradients,
+    and the same as the default query-outer order, over the same tiles."""
+    import functools
+
+    import attnlab.flash as flash_module
+
+    gen = torch.Generator().manual_seed(3)
+    L, S, E, heads = 11, 13, 4, 3 * group
+    q = torch.randn(2, heads, L, E, generator=gen, dtype=torch.float64, requires_grad=True)
+    k, v = (
+        torch.randn(2, heads // group, S, E, generator=gen, dtype=torch.float64, requires_grad=True)
+        for _ in range(2)
+    )
+    mask: torch.Tensor | None = None
+    if mask_kind == "bool":
+        mask = torch.rand(L, S, generator=gen) > 0.4
+        mask[:, 0] = True
+    elif mask_kind == "float":
+        mask = torch.randn(L, S, generator=gen, dtype=torch.float64)
+    window = kwargs.get("window")
+    reference_mask = mask if window is None else sliding_window_mask(L, S, window)  # type: ignore[arg-type]
+    grad_output = torch.randn(2, heads, L, E, generator=gen, dtype=torch.float64)
+    gqa = group > 1
+    expected = torch.autograd.grad(
+        F.scaled_dot_product_attention(
+            q,
+            k,
+            v,
+            attn_mask=reference_mask,
+            is_causal=bool(kwargs.get("is_causal")),
+            enable_gqa=gqa,
+        ),
+        (q, k, v),
+        grad_output,
+    )
+    got = {}
+    original = flash_module.flash_backward
+    for order in ("query", "key"):
+        monkeypatch.setattr(
+            flash_module, "flash_backward", functools.partial(original, order=order)
+        )
+        out = flash_attention(
+            q,
+            k,
+            v,
+            attn_mask=mask,
+            block_size=block_size,
+            enable_gqa=gqa,
+            **kwargs,  # type: ignore[arg-type]
+        )
+        got[order] = torch.autograd.grad(out, (q, k, v), grad_output)
+    for a, b, c in zip(got["key"], got["query"], expected, strict=True):
+        assert torch.allclose(a, c, atol=1e-10)
+        assert torch.allclose(a, b, atol=1e-12)
+
+
+def test_flash_backward_refuses_an_unknown_order() -> None:
+    from attnlab.flash import flash_backward
+
+    with pytest.raises(ValueError, match="order must be"):
+        flash_backward(None, None, None, None, order="row")  # type: ignore[arg-type]

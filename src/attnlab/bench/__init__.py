@@ -19,6 +19,9 @@ by name, from a checkout or from an installed wheel alike, and ``attnlab.plot``
 * ``flash`` (``--flash``): ``flash_attention`` against PyTorch's SDPA timed in turn in
   one process, quiet and beside a busy neighbour process pinned to one core, multi-head
   and grouped-query, at ``T = 4096``;
+* ``flash_taught`` (``--flash_taught``): the same cases, quiet, timing ``flash_attention``'s
+  fast path and its loop as taught (``attnlab.flash.flash_attention_taught``), each
+  against SDPA, in turn in one process;
 * ``backward`` (``--backward``): forward+backward memory and backward time;
 * ``ring`` (``--ring``): ring attention's memory per rank;
 * ``decode`` (``--decode``): decoding token by token through a ``KVCache`` against
@@ -37,7 +40,11 @@ by name, from a checkout or from an installed wheel alike, and ``attnlab.plot``
 * ``cache_formats`` (``--cache_formats``): not a timing, SmolLM2's loss on 1,024 tokens
   of the long text with its KV cache's keys, values or both in GGUF's 8- and 4-bit
   block formats, bytes per token, and per layer what 4-bit keys or values do to the
-  attention weights and output.
+  attention weights and output;
+* ``passkey`` (``--passkey``): not a timing, SmolLM2's passkey retrieval and loss by
+  position on a 10,240-token prompt (past its 8,192), with each rotary scaling;
+* ``trained`` (``--trained``): not a timing, SmolLM2's OV-circuit copying score for every
+  head, and its sinks replaced by line breaks or renumbered inside the cache.
 
 The package's rooms: ``results`` (the recorded runs and reading them), ``measure``
 (time, peak extra memory, a fresh process per configuration), one module per suite,

@@ -35,7 +35,7 @@ import torch
 
 from .measure import fresh_process_context, in_fresh_process, machine_info
 
-__all__ = ["CONDITIONS", "busy_neighbour", "run_flash_benchmark"]
+__all__ = ["CONDITIONS", "busy_neighbour", "run_flash_benchmark", "run_flash_taught_benchmark"]
 
 CONDITIONS = ("quiet", "busy_neighbour")
 """The conditions of the run, in the order it measures them."""
@@ -156,6 +156,79 @@ def _worker(config: dict[str, Any]) -> dict[str, Any]:
             cases = [_time_case(case, config) for case in _cases(config)]
         conditions[condition] = {"load_average_1min": round(load, 2), "cases": cases}
     return conditions
+
+
+def _time_taught_case(case: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """The fast path, the loop as taught and SDPA on one case, timed in turn."""
+    import torch.nn.functional as F
+
+    from attnlab import flash_attention
+    from attnlab.flash import flash_attention_taught
+
+    T, H, D = config["T"], config["heads"], config["head_dim"]
+    causal, gqa = case["causal"], case["kv_heads"] != H
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(1, H, T, D, generator=gen)  # (B, H, T, D)
+    k, v = (torch.randn(1, case["kv_heads"], T, D, generator=gen) for _ in range(2))
+    runs: tuple[Callable[[], torch.Tensor], ...] = (
+        lambda: flash_attention(q, k, v, is_causal=causal, enable_gqa=gqa),
+        lambda: flash_attention_taught(q, k, v, is_causal=causal, enable_gqa=gqa),
+        lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa),
+    )
+    with torch.no_grad():
+        for run in runs:
+            run()  # warm-up
+        seconds: list[list[float]] = [[], [], []]
+        for repeat in range(config["repeats"]):
+            order = [0, 1, 2] if repeat % 2 == 0 else [2, 1, 0]
+            for index in order:
+                start = time.perf_counter()
+                runs[index]()
+                seconds[index].append(time.perf_counter() - start)
+    fast_s, taught_s, sdpa_s = seconds
+    return {
+        **case,
+        "fast_ms": statistics.median(fast_s) * 1e3,
+        "taught_ms": statistics.median(taught_s) * 1e3,
+        "sdpa_ms": statistics.median(sdpa_s) * 1e3,
+        "fast_over_sdpa": statistics.median(f / s for f, s in zip(fast_s, sdpa_s, strict=True)),
+        "taught_over_sdpa": statistics.median(t / s for t, s in zip(taught_s, sdpa_s, strict=True)),
+    }
+
+
+def _taught_worker(config: dict[str, Any]) -> dict[str, Any]:
+    """Every case, quiet; called in a fresh child process."""
+    torch.set_num_threads(THREADS)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    cases = [_time_taught_case(case, config) for case in _cases(config)]
+    after = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return {
+        "load_average_1min": round(load, 2),
+        "load_average_after": round(after, 2),
+        "cases": cases,
+    }
+
+
+def run_flash_taught_benchmark(quick: bool = False) -> dict[str, Any]:
+    """The fast path and the loop as taught, each against SDPA, timed in turn.
+
+    ``flash_attention`` without a mask, dropout or gradients takes its fixed-reference
+    fast path; ``attnlab.flash.flash_attention_taught`` runs
+    the online softmax of the chapter on the same tiles. Same cases, threads and
+    inputs as the ``flash`` run, no neighbour; the load average is recorded before and
+    after. The order of the three calls reverses at every repeat.
+    """
+    config = QUICK if quick else FULL
+    machine = {**machine_info(), "torch_threads": THREADS}
+    measured = in_fresh_process(fresh_process_context(), _taught_worker, config)
+    return {
+        "note": "fast path, taught loop and SDPA timed in turn in one process "
+        "(wall-clock, medians of the per-repeat ratios); a shared machine",
+        "machine": machine,
+        "quick": quick,
+        "config": {**config, "B": 1, "dtype": "float32"},
+        **measured,
+    }
 
 
 def run_flash_benchmark(quick: bool = False) -> dict[str, Any]:

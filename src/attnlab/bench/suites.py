@@ -15,12 +15,14 @@ from typing import Any
 from .backward import run_backward_benchmark
 from .cache_formats import run_cache_formats
 from .decode import run_decode_benchmark
-from .flash_steady import run_flash_benchmark
+from .flash_steady import run_flash_benchmark, run_flash_taught_benchmark
 from .forward import run_benchmark
 from .gqa import run_gqa_benchmark
 from .llm import run_llm_benchmark
+from .passkey import run_passkey_experiment
 from .ring_memory import run_ring_memory
 from .streaming import run_streaming_experiment
+from .trained import run_trained_experiment
 from .window import run_window_benchmark
 
 __all__ = ["SUITES", "Suite"]
@@ -52,6 +54,10 @@ SUITES: dict[str, Suite] = {
         lambda quick, progress: run_flash_benchmark(quick),
         "flash against SDPA timed in turn, quiet and beside a busy neighbour process",
     ),
+    "flash_taught": Suite(
+        lambda quick, progress: run_flash_taught_benchmark(quick),
+        "flash's fast path and its loop as taught, each against SDPA, timed in turn",
+    ),
     "backward": Suite(
         lambda quick, progress: run_backward_benchmark(quick),
         "forward+backward memory and backward time",
@@ -77,9 +83,17 @@ SUITES: dict[str, Suite] = {
         lambda quick, progress: run_streaming_experiment(quick),
         "SmolLM2-135M's loss with a sliding window, with and without attention sinks",
     ),
+    "passkey": Suite(
+        lambda quick, progress: run_passkey_experiment(quick),
+        "SmolLM2-135M past its trained length: a pass key retrieved or not, with each rope scaling",
+    ),
     "cache_formats": Suite(
         lambda quick, progress: run_cache_formats(quick),
         "SmolLM2-135M's loss with its KV cache's keys and/or values in 8 and 4 bits",
+    ),
+    "trained": Suite(
+        lambda quick, progress: run_trained_experiment(quick),
+        "SmolLM2-135M: every head's OV copying score; sinks replaced by newlines, renumbered",
     ),
 }
 """Every suite, by name, in the order ``--all`` runs them; ``forward`` is the default."""
