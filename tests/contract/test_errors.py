@@ -7,6 +7,8 @@ import sys
 import pytest
 import torch
 
+import attnlab.flash
+import attnlab.functional
 from attnlab import (
     CausalAttention,
     GroupedQueryAttention,
@@ -103,6 +105,41 @@ def test_attention_rejects_bad_input_before_computing(
             scaled_dot_product_attention(**args)  # type: ignore[arg-type]
         else:
             attend(**args, backend="torch")  # type: ignore[arg-type]
+
+
+ENTRY_POINTS = {
+    "scaled_dot_product_attention": scaled_dot_product_attention,
+    "attention_with_weights": attention_with_weights,
+    "flash_attention": flash_attention,
+    **{
+        f"attend-{backend}": lambda backend=backend, **args: attend(**args, backend=backend)
+        for backend in ("explicit", "torch", "flash")
+    },
+}
+
+
+@pytest.mark.parametrize(("overrides", "error", "message"), SDPA_CASES)
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_no_bad_input_reaches_the_maths(
+    overrides: dict[str, object],
+    error: type[Exception],
+    message: str,
+    entry: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the maths behind every entry point made to fail if reached (the explicit
+    softmax, flash's tiles, PyTorch's SDPA), each entry point still refuses each bad
+    argument with its own message: validation happens before any kernel runs."""
+
+    def reached(*args: object, **kwargs: object) -> None:
+        raise AssertionError("bad input reached the maths")
+
+    monkeypatch.setattr(attnlab.functional, "_masked_softmax", reached)
+    monkeypatch.setattr(attnlab.flash, "_run_path", reached)
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", reached)
+    args: dict[str, object] = dict(query=q, key=k, value=v) | overrides
+    with pytest.raises(error, match=message):
+        ENTRY_POINTS[entry](**args)  # type: ignore[operator]
 
 
 def test_unknown_backend_is_named() -> None:
