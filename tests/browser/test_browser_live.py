@@ -136,7 +136,7 @@ def test_live_rejects_bad_input_naming_it(live_tab: Any) -> None:
         "attnlabLive.encode(42)": "text must be a string; got number",
         "attnlabLive.run([1, 2], {ablate: {30: [0]}})": "ablate's layers must be ints in 0 .. 29",
         "attnlabLive.run([1, 2], {ablate: {3: [9]}})": "ablate's heads must be ints in 0 .. 8",
-        "attnlabLive.run(new Array(513).fill(1))": "at most 512 tokens",
+        "attnlabLive.run(new Array(1025).fill(1))": "at most 1024 tokens",
         "attnlabLive.run(new Array(300).fill(1), {return_attention: true})": "at most 256 tokens",
         "attnlabLive.run([1, 2], {return_attention: 1})": "return_attention must be a boolean",
         "attnlabLive.run([1, 2], {returnAttention: true})": 'options has no "returnAttention"',
@@ -307,6 +307,35 @@ def test_live_experiments_and_greedy_step(live_tab: Any) -> None:
     _run_and_wait(tab, "#live-step")
     assert tab.locator("#live-tokens .attn-explorer__token").count() == 22
     assert "live-ids=" in tab.url
+
+
+OPEN_JS = """async () => {
+  const refusal = (promise) => promise.then(() => "resolved", (e) => `${e.name}: ${e.message}`);
+  const bytes = await (await fetch(attnlabLive.modelUrl)).arrayBuffer();
+  const results = {
+    notGguf: await refusal(attnlabLive.open(new ArrayBuffer(64))),
+    truncated: await refusal(attnlabLive.open(bytes.slice(0, 5000))),
+    notAFile: await refusal(attnlabLive.open("model.gguf")),
+  };
+  results.ids = await attnlabLive.encode("Hello world");  // the model in use still works
+  const info = await attnlabLive.open(bytes);  // the same file, as the reader's own
+  results.opened = [info.architecture, info.num_layers, info.bytes];
+  results.idsAfter = await attnlabLive.encode("Hello world");
+  return results;
+}"""
+
+
+def test_live_open_reads_a_file_and_refuses_others_by_name(live_tab: Any) -> None:
+    """open(ArrayBuffer) loads a GGUF; a non-GGUF, a cut file or a string is refused by name,
+    and the model in use keeps working."""
+    results = live_tab.evaluate(OPEN_JS)
+    assert results["notGguf"].startswith("TypeError: GGUF: not a GGUF file"), results
+    assert (
+        results["truncated"].startswith("RangeError: GGUF:") and "truncated" in results["truncated"]
+    )
+    assert results["notAFile"].startswith("TypeError: file must be a File or an ArrayBuffer")
+    assert results["ids"] == results["idsAfter"] == [19556, 905]
+    assert results["opened"] == ["llama", 30, 98_362_432]
 
 
 # Every control of the live section at the page's width: the rightmost edge, and those

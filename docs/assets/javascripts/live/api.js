@@ -3,6 +3,10 @@
 //   attnlabLive.load()              -> Promise of the model's info once it is ready
 //                                      (downloads it the first time, then reads the
 //                                      browser's cache);
+//   attnlabLive.open(file)          -> Promise of the info of the model in the reader's own
+//                                      GGUF file (File or ArrayBuffer, read in the worker,
+//                                      never uploaded; at most 2 GiB); a file it cannot
+//                                      read is refused by name and the model stays;
 //   attnlabLive.info()              -> {architecture, num_layers, num_heads, num_kv_heads,
 //                                      head_dim, vocab_size, context_length, ...}: the
 //                                      Python config's names (after load);
@@ -120,6 +124,26 @@ function load(options = {}) {
   return ready;
 }
 
+// Load another model from the reader's own GGUF file (a File, e.g. from a file picker,
+// or an ArrayBuffer): read in the worker, never uploaded. Resolves to its info; rejects,
+// naming what is unsupported, and keeps the model it had.
+function open(file, options = {}) {
+  const isFile = typeof File !== "undefined" && file instanceof File;
+  if (!isFile && !(file instanceof ArrayBuffer)) {
+    return Promise.reject(new TypeError(`file must be a File or an ArrayBuffer; got ${describe(file)}`));
+  }
+  const reason = unavailableReason();
+  if (reason && !/no model file/.test(reason)) return Promise.reject(new Error(reason));
+  if (!worker) startWorker();
+  const before = ready;
+  const opened = ask({ type: "open", file }, { onProgress: options.onProgress }).then((info) => {
+    loadedInfo = Object.freeze(info);
+    return info;
+  });
+  ready = opened.catch(() => before); // a refused file leaves the model that was there
+  return opened;
+}
+
 function info() {
   if (!loadedInfo) throw new Error("the model is not loaded: call attnlabLive.load() first");
   return loadedInfo;
@@ -220,6 +244,7 @@ const api = {
   saveData,
   unavailableReason,
   load,
+  open,
   info,
   encode,
   tokens,

@@ -9,7 +9,7 @@ import { WasmKernels, simdSupported } from "./kernels.js";
 import { familyOf } from "./families/index.js";
 import { generateSteps } from "./generate.js";
 
-export const MAX_TOKENS = 512; // the longest text the page runs, generated tokens included
+export const MAX_TOKENS = 1024; // the longest text the page runs, generated tokens included
 export const MAX_MAP_TOKENS = 256; // the longest with every attention map (30 x 9 x 256^2 floats: 71 MB)
 
 // Where the file's bytes go while they arrive: WebAssembly memory when SIMD is

@@ -11,6 +11,7 @@
 //                                     token, T, S, attention: with return_attention, the
 //                                     weights of the T queries fed in that step (num_layers,
 //                                     H, T, S): the prompt's, then one row), then {ids, ms};
+//   {type: "open", file}           -> the model of the reader's own GGUF (File or ArrayBuffer)
 //   {type: "stop", target}          -> the generation `target` stops after its current token.
 // A failure answers {type: "error", name, message}: bad input is refused before any
 // arithmetic, with the message the Python would give.
@@ -111,6 +112,40 @@ async function load({ url, id, maxTokens }) {
   return { ...engine.info(), fromCache: Boolean(hit), readMs: read - started, loadMs: performance.now() - started };
 }
 
+export const MAX_OPEN_BYTES = 2 * 1024 ** 3; // the largest file open() reads (2 GiB)
+
+// Another model from the reader's own file (a File or an ArrayBuffer, never uploaded):
+// read here, in the worker; the model in use stays until the new one is built, and
+// stays if it cannot be (the refusal names what is unsupported).
+async function open({ file, id, maxTokens }) {
+  const started = performance.now();
+  const size = file instanceof ArrayBuffer ? file.byteLength : file.size;
+  if (size > MAX_OPEN_BYTES) {
+    throw new RangeError(`file must be at most ${MAX_OPEN_BYTES / 1024 ** 3} GiB (the page's limit); got ${(size / 1024 ** 3).toFixed(2)} GiB`);
+  }
+  let slot;
+  try {
+    slot = new FileSlot(size);
+  } catch (error) {
+    throw new RangeError(`this browser could not give a file of ${Math.round(size / 1048576)} MB the memory it needs (${error.message})`);
+  }
+  if (file instanceof ArrayBuffer) slot.bytes.set(new Uint8Array(file));
+  else {
+    const reader = file.stream().getReader();
+    let loaded = 0;
+    for (;;) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      slot.bytes.set(chunk.value, loaded);
+      loaded += chunk.value.length;
+      post({ type: "progress", id, loaded, total: size, fromCache: false });
+    }
+  }
+  const opened = new Engine(slot, maxTokens); // throws, naming what it cannot read
+  engine = opened;
+  return { ...engine.info(), fromCache: false, readMs: 0, loadMs: performance.now() - started };
+}
+
 const withTokens = (entries) => entries.map((entry) => ({ ...entry, token: engine.tokenizer.decode([entry.id]) }));
 
 function run({ ids, options = {} }) {
@@ -147,6 +182,7 @@ function answer(message) {
     if (!loading) loading = load(message).catch((error) => { loading = null; throw error; });
     return loading;
   }
+  if (message.type === "open") return open(message);
   if (message.type === "stop") {
     stopped.add(message.target);
     return true;

@@ -36,7 +36,12 @@ function buildView(root, live) {
     type: "button", className: "md-button md-button--primary", id: "live-load", text: `Load the model, ${sizeMb} MB`,
   });
   v.progress = el("progress", { id: "live-progress", max: "1", value: "0", hidden: "", "aria-label": "Model download" });
-  v.intro = el("div", { className: "live__intro" }, [v.status, v.loadButton, v.progress]);
+  v.openInput = el("input", { type: "file", id: "live-open", accept: ".gguf" });
+  const open = el("div", { className: "live__field live__open" }, [
+    el("label", { for: "live-open", text: "Or open a GGUF model from your disk (read here, never uploaded; up to 2 GiB; or drop it on this section)" }),
+    v.openInput,
+  ]);
+  v.intro = el("div", { className: "live__intro" }, [v.status, v.loadButton, v.progress, open]);
 
   v.textArea = el("textarea", { id: "live-text", rows: "3", maxlength: "2000", spellcheck: "false" });
   v.runButton = el("button", { type: "button", className: "md-button", id: "live-run", text: "Run" });
@@ -264,34 +269,33 @@ function build(root) {
     }
   }
 
+  function onProgress(p) {
+    v.progress.max = String(p.total || 1);
+    v.progress.value = String(p.loaded);
+    setStatus(`${p.fromCache ? "Reading the model from this browser's cache: " : "Reading the model: "}` +
+      `${Math.round(p.loaded / MB)} of ${Math.round(p.total / MB)} MB`);
+  }
+
+  // The reader's own GGUF file: the model in use stays if it cannot be read.
+  async function openFile(file) {
+    if (!file || generating) return;
+    v.progress.hidden = false;
+    try {
+      const info = await live.open(file, { onProgress });
+      v.loadButton.hidden = true;
+      await showModel(info, true);
+    } catch (error) {
+      v.progress.hidden = true;
+      setStatus(`Could not open ${file.name}: ${error.message} ${result ? "The model in use is unchanged." : ""}`);
+    }
+  }
+
   async function start() {
     v.loadButton.hidden = true;
     v.progress.hidden = false;
     setStatus("Loading the model\u2026");
     try {
-      const info = await live.load({
-        onProgress(p) {
-          v.progress.max = String(p.total || 1);
-          v.progress.value = String(p.loaded);
-          setStatus(`${p.fromCache ? "Reading the model from this browser's cache: " : "Downloading the model: "}` +
-            `${Math.round(p.loaded / MB)} of ${Math.round(p.total / MB)} MB`);
-        },
-      });
-      v.progress.hidden = true;
-      v.form.hidden = false;
-      v.view.hidden = false;
-      v.chatBox.hidden = !info.chat_template;
-      v.textLabel.textContent = `Your text (up to ${info.max_map_tokens} tokens)`;
-      v.layer.input.max = String(info.num_layers - 1);
-      v.head.input.max = String(info.num_heads - 1);
-      v.textArea.value = state.text;
-      state.idsSetDirectly = Boolean(state.ids && state.ids.length);
-      setStatus(`${info.name} ready (${info.fromCache ? "from this browser's cache" : "downloaded"}, ${Math.round(info.loadMs)} ms).`);
-      v.memory.textContent = `The model: ${info.name} (${info.architecture}, ${info.num_layers} layers of ` +
-        `${info.num_heads} heads), a ${Math.round(info.bytes / MB)} MB file; ${Math.round(info.memory_bytes / MB)} MB ` +
-        "of memory in its worker, the weights kept quantised as in the file.";
-      root.dataset.live = "ready";
-      await update();
+      await showModel(await live.load({ onProgress }));
     } catch (error) {
       v.progress.hidden = true;
       v.loadButton.hidden = false;
@@ -302,9 +306,41 @@ function build(root) {
     }
   }
 
+  // The view for a loaded model (the site's, or the reader's own file).
+  async function showModel(info, ownFile = false) {
+    v.progress.hidden = true;
+    v.form.hidden = false;
+    v.view.hidden = false;
+    v.chatBox.hidden = !info.chat_template;
+    v.textLabel.textContent = `Your text (up to ${info.max_map_tokens} tokens)`;
+    v.layer.input.max = String(info.num_layers - 1);
+    v.head.input.max = String(info.num_heads - 1);
+    if (ownFile) { // another vocabulary and other heads: the text again, nothing knocked out
+      state.text = v.textArea.value || state.text;
+      state.ids = null;
+      state.ablate = {};
+    }
+    v.textArea.value = state.text;
+    state.idsSetDirectly = Boolean(state.ids && state.ids.length);
+    const how = ownFile ? "read from your file" : info.fromCache ? "from this browser's cache" : "downloaded";
+    setStatus(`${info.name} ready (${how}, ${Math.round(info.loadMs)} ms).`);
+    v.memory.textContent = `The model: ${info.name} (${info.architecture}, ${info.num_layers} layers of ` +
+      `${info.num_heads} heads), a ${Math.round(info.bytes / MB)} MB file; ${Math.round(info.memory_bytes / MB)} MB ` +
+      "of memory in its worker, the weights kept quantised as in the file.";
+    root.dataset.live = "ready";
+    scores = null;
+    await update();
+  }
+
   // --- events -------------------------------------------------------------------------
 
   v.loadButton.addEventListener("click", start);
+  v.openInput.addEventListener("change", () => openFile(v.openInput.files[0]));
+  root.addEventListener("dragover", (event) => event.preventDefault());
+  root.addEventListener("drop", (event) => {
+    event.preventDefault();
+    openFile(event.dataTransfer.files[0]);
+  });
   v.runButton.addEventListener("click", () => {
     state.text = v.textArea.value;
     state.idsSetDirectly = false;
