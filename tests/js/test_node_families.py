@@ -1,7 +1,8 @@
 """The page's model families (docs/assets/javascripts/live/families/) against attnlab.llama.
 
 Random GGUF files of each family (tests/llama/random_gguf.py: every supported tensor type
-in each file, random block bytes) are loaded here by ``load_gguf``; Node's test runner
+in each file, random block bytes; one with Llama 3.1's rotary factors) are loaded here by
+``load_gguf``; Node's test runner
 (tests/js/families.test.mjs) runs the page's model on the same files and ids and checks
 its last logits within 1e-3 and every attention weight within 1e-4 of the package's.
 """
@@ -27,15 +28,20 @@ def reference_cases(folder: Path) -> list[dict[str, object]]:
     """Per file: the package's config, last logits and attention for a few ids."""
     pytest.importorskip("gguf", reason="the llm extra is not installed")
     from attnlab.llama import load_gguf
-    from tests.llama.random_gguf import write_random_gguf
+    from tests.llama.random_gguf import converter_factors, write_random_gguf
 
     cases = []
-    for seed, (arch, tied) in enumerate(CASES):
-        name = f"{arch}-{'tied' if tied else 'untied'}.gguf"
-        path = write_random_gguf(folder / name, arch, seed=seed, tied=tied)
+    files = [
+        (arch, f"{arch}-{'tied' if tied else 'untied'}.gguf", {"tied": tied}, 9)
+        for arch, tied in CASES
+    ]  # and Llama 3.1's rotary scaling, over 300 positions (where it matters)
+    llama31 = {"rope_freqs": converter_factors(32.0, 64, 10000.0), "context_length": 512}
+    files.append(("llama", "llama31.gguf", llama31, 300))
+    for seed, (arch, name, options, T) in enumerate(files):
+        path = write_random_gguf(folder / name, arch, seed=seed, **options)
         model, _ = load_gguf(path)
         generator = torch.Generator().manual_seed(seed)
-        ids = torch.randint(0, model.config.vocab_size, (9,), generator=generator)
+        ids = torch.randint(0, model.config.vocab_size, (T,), generator=generator)
         logits, attention = model(ids, return_attention=True)
         cases.append(
             {

@@ -9,10 +9,12 @@ tensors, starting at a different type for each family, so each file holds every 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import gguf
 import numpy as np
+import torch
 
 Q = gguf.GGMLQuantizationType
 
@@ -152,3 +154,21 @@ def write_random_gguf(
     writer.write_tensors_to_file()
     writer.close()
     return path
+
+
+def converter_factors(factor: float, head_dim: int, theta: float) -> np.ndarray:
+    """llama.cpp's convert_hf_to_gguf.py for Llama 3.1's scaling (low_freq_factor 1,
+    high_freq_factor 4, 8192 positions), written out: each pair's frequency's divisor."""
+    freqs = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+    low_wavelen, high_wavelen = 8192 / 1.0, 8192 / 4.0
+    factors = []
+    for freq in freqs.tolist():
+        wavelen = 2 * math.pi / freq
+        if wavelen < high_wavelen:
+            factors.append(1.0)
+        elif wavelen > low_wavelen:
+            factors.append(factor)
+        else:
+            smooth = (8192 / wavelen - 1.0) / (4.0 - 1.0)
+            factors.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(factors, dtype=np.float32)

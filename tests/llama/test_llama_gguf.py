@@ -9,14 +9,13 @@ rotary un-permutation), eager attention, float32.
 from __future__ import annotations
 
 import copy
-import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
-from random_gguf import TOKENS, TYPES, write_random_gguf
+from random_gguf import TOKENS, TYPES, converter_factors, write_random_gguf
 
 from attnlab import Llama3Scaling
 from attnlab.llama import SUPPORTED_TYPES, Tokenizer, load_gguf
@@ -169,24 +168,6 @@ def test_k_quant_bytes_round_trip_through_the_file(tmp_path: Path) -> None:
     stored = {t.name: t for t in reader.tensors}["blk.0.ffn_down.weight"]
     expected = dequantize(np.asarray(stored.data), stored.tensor_type)
     assert np.array_equal(tensors["blk.0.ffn_down.weight"].numpy(), expected.reshape(256, 256))
-
-
-def converter_factors(factor: float, head_dim: int, theta: float) -> np.ndarray:
-    """llama.cpp's convert_hf_to_gguf.py for Llama 3.1's scaling (low_freq_factor 1,
-    high_freq_factor 4, 8192 positions), written out: each pair's frequency's divisor."""
-    freqs = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
-    low_wavelen, high_wavelen = 8192 / 1.0, 8192 / 4.0
-    factors = []
-    for freq in freqs.tolist():
-        wavelen = 2 * math.pi / freq
-        if wavelen < high_wavelen:
-            factors.append(1.0)
-        elif wavelen > low_wavelen:
-            factors.append(factor)
-        else:
-            smooth = (8192 / wavelen - 1.0) / (4.0 - 1.0)
-            factors.append(1 / ((1 - smooth) / factor + smooth))
-    return np.array(factors, dtype=np.float32)
 
 
 def test_llama_31_rotary_scaling_equals_transformers_llama3_rope(tmp_path: Path) -> None:

@@ -222,11 +222,14 @@ export class RMSNorm {
 }
 
 // attnlab.RotaryEmbedding: pair i is coordinates (i, i + D/2), turned by position * inv_freq[i].
+// factors (or null): Llama 3.1's rotary scaling as llama.cpp stores it, each pair's
+// frequency divided by its factor (attnlab.Llama3Scaling gives the same frequencies).
 export class RotaryEmbedding {
-  constructor(headDim, theta) {
+  constructor(headDim, theta, factors = null) {
     this.head_dim = headDim;
     this.inv_freq = new Float32Array(headDim / 2);
     for (let i = 0; i < headDim / 2; i++) this.inv_freq[i] = theta ** -Math.fround((2 * i) / headDim);
+    if (factors) for (let i = 0; i < headDim / 2; i++) this.inv_freq[i] /= factors[i];
   }
   // cos and sin of positions start .. start + T - 1, (T, D/2) each (both halves share them).
   cosSin(start, T) {
@@ -404,7 +407,7 @@ export class LlamaModel {
     this.lm_head = parts.lm_head || parts.embed; // tied unless the file has its own
     this.layers = parts.layers.map((part) => new DecoderBlock(config, part, kernels));
     this.norm = new RMSNorm(parts.norm, config.rms_eps);
-    this.rotary = new RotaryEmbedding(config.head_dim, config.rope_theta); // one for all layers
+    this.rotary = new RotaryEmbedding(config.head_dim, config.rope_theta, parts.rope_freqs ?? null); // one for all layers
   }
 
   // An empty KVCache for each layer, for forward(ids, {cache}).

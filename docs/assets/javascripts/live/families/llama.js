@@ -124,6 +124,8 @@ export function partsFromGguf(tensors, config) {
     embed: tensor(tensors, "token_embd.weight"),
     lm_head: tensors["output.weight"] || null, // null: tied to the embedding
     norm: tensor(tensors, "output_norm.weight").toFloat32(),
+    // Llama 3.1 to 3.3: the rotary factors (attnlab.llama reads them as Llama3Scaling)
+    rope_freqs: tensors["rope_freqs.weight"]?.toFloat32() ?? null,
     layers,
   };
 }
