@@ -182,7 +182,8 @@ def benchmark_table(results: dict[str, Any]) -> str:
         rows += [
             "",
             f"**On a phone's budget** (a {phone['viewport'].replace('x', ' × ')} page, "
-            f"Chromium's CPU throttled {phone['cpu_throttling']}×, about a mid-range phone): the "
+            f"Chromium's CPU throttled {phone['cpu_throttling']}×, about a mid-range phone; the "
+            "engine in the page's own thread, as DevTools throttles no Web Worker): the "
             f"model loads from the cache in {phone['load_from_cache_ms'] / 1000:.1f} s, a "
             f"32-token forward pass with every map takes {phone['forward_32_ms'] / 1000:.1f} s, "
             f"16 generated tokens {phone['generate_16_ms'] / 1000:.1f} s "
