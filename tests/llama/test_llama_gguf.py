@@ -9,6 +9,7 @@ rotary un-permutation), eager attention, float32.
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
@@ -201,3 +202,18 @@ def test_llama_31_rotary_scaling_equals_transformers_llama3_rope(tmp_path: Path)
     for ours, theirs in zip(attention, expected.attentions, strict=True):
         torch.testing.assert_close(ours, theirs, atol=1e-4, rtol=0)
     assert (logits - plain).abs().max() > 1e-2  # the scaling changed the result
+
+
+def test_no_gguf_tensor_name_outside_the_family_files() -> None:
+    """Only attnlab.llama.families knows llama.cpp's tensor names (issue 35.3)."""
+    source = Path(__file__).resolve().parents[2] / "src" / "attnlab"
+    names = re.compile(r"blk\.|token_embd|attn_(q|k|v|output|q_norm|k_norm)\b|ffn_(gate|up|down)\b")
+    names_too = re.compile(r"output_norm|rope_freqs")
+    found = [
+        f"{path.relative_to(source)}:{number}"
+        for path in sorted(source.rglob("*.py"))
+        if "families" not in path.parts
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if names.search(line) or names_too.search(line)
+    ]
+    assert found == []

@@ -110,9 +110,9 @@ def read_gguf(path: Path | str) -> tuple[LlamaConfig, dict[str, Tensor], Any]:
         path: The ``.gguf`` file.
 
     Returns:
-        ``(config, tensors, reader)``: tensors by GGUF name (``token_embd.weight``,
-        ``blk.0.attn_q.weight``, ...), as stored (a Llama file's rotary rows still in
-        llama.cpp's order); the ``gguf.GGUFReader`` for the tokenizer's metadata.
+        ``(config, tensors, reader)``: tensors by their names in the file (the family
+        modules map them to the model's parts), as stored (a Llama file's rotary rows
+        still in llama.cpp's order); the ``gguf.GGUFReader`` for the tokenizer's metadata.
 
     Raises:
         ValueError: Not a GGUF file, or an architecture or tensor type not supported.
