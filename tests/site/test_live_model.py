@@ -67,7 +67,7 @@ def test_the_recorded_live_benchmark_is_a_full_run_shown_on_the_page() -> None:
     """8, 32 and 128 tokens, five runs each; decoding at 32, 128 and 512 tokens of context;
     the phone; every number of the table from the file."""
     results = live_model.load_benchmark()
-    assert results["quick"] is False and results["kernels"] == "WebAssembly SIMD"
+    assert results["quick"] is False and results["kernels"].startswith("WebAssembly SIMD")
     assert [run["T"] for run in results["forward"]] == [8, 32, 128]
     markdown = live_model.on_page_markdown(
         "before\n<!-- live-benchmark -->\nafter", _page("explorer.md", "explorer/"), _config(), None
