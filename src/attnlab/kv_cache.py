@@ -2,23 +2,9 @@
 
 A token's key and value never change once computed in causal attention, so a decoder
 keeps them and each step projects only its new tokens. A cache is one of the parts of
-the composed attention ([`AttentionHeads`][attnlab.AttentionHeads]); the protocol it
-follows is [`Cache`][attnlab.Cache]:
-
-* ``len(cache)``: positions seen so far, which is the position of the next token
-  (rotary and ALiBi count from it);
-* ``cache.append(keys, values)``: store a chunk's entries and return those the chunk's
-  queries attend to, oldest first, the chunk's own last. A rolling buffer may return
-  fewer than ``len(cache)`` positions (the layer then applies the last columns of the
-  caller's masks), a paged or quantised cache may store something else and return
-  dense tensors;
-* ``cache.nbytes``: the bytes it holds, and ``cache.batch_size`` (``None`` while empty
-  or unknown), which a model checks before any layer writes.
-
-What the entries are is the attention's business, not the cache's: multi-head and
-grouped-query attention append rotated keys ``(B, Hkv, T, D)`` and values
-``(B, Hkv, T, Dv)``; latent attention appends its rotated shared key ``(B, 1, T, Dr)``
-and its latent ``(B, 1, T, r)``. [`KVCache`][attnlab.KVCache] stores either.
+the composed attention ([`AttentionHeads`][attnlab.AttentionHeads]); the protocol every
+cache follows is [`Cache`][attnlab.Cache]'s; [`KVCache`][attnlab.KVCache] keeps
+everything.
 """
 
 from __future__ import annotations
@@ -77,11 +63,21 @@ def mla_cache_bytes_per_token(
 
 
 class Cache(ABC):
-    """The cache part's protocol (see the module's text): subclass it for a new cache.
+    """The cache part's protocol: subclass it (or ``KVCache``) for a new cache.
 
-    Shape:
-        keys: ``(B, Hc, T, Dk)``; values: ``(B, Hc, T, Dv)``; ``append`` returns
-        ``(B, Hc, S, Dk)`` and ``(B, Hc, S, Dv)``, the chunk's ``T`` positions last.
+    * ``len(cache)``: positions seen so far, the position of the next token (rotary
+      and ALiBi count from it);
+    * ``cache.append(keys, values)``: store a chunk's entries and return those its
+      queries attend to, oldest first, the chunk's own last. A rolling buffer may
+      return fewer than ``len(cache)`` positions (the layer then keeps the last columns
+      of the caller's masks); a paged or quantised cache may store something else and
+      return dense tensors;
+    * ``nbytes`` and ``batch_size`` (``None`` while empty), which a model checks before
+      any layer writes.
+
+    What the entries are is the attention's business: multi-head and grouped-query
+    attention append rotated keys ``(B, Hkv, T, D)`` and values ``(B, Hkv, T, Dv)``;
+    latent attention its rotated shared key ``(B, 1, T, Dr)`` and latent ``(B, 1, T, r)``.
     """
 
     @abstractmethod
