@@ -7,7 +7,7 @@
 //       table of 65,536 entries in the same memory);
 //   dequant_q8_0(src, blocks, dst, half): the same for Q8_0 (value = d * int8);
 //   matmul(x, T, cols, W, rows, out): out (T, rows) = x (T, cols) @ W.T, in tiles of
-//       three rows by two tokens, four lanes of float32 at a time (cols a multiple of 4);
+//       two rows by three tokens, four lanes of float32 at a time (cols a multiple of 4);
 //   matvec_q4_1 / matvec_q8_0(x, src, rows, blocks, half, out, xsum): one token's
 //       product with quantised rows, each block's d (and m) applied to its dot product,
 //       no dequantised matrix written (decoding: every weight read once).
@@ -100,12 +100,15 @@ function incr(local, n) { return code(op.get(local), op.i32(n), op.add, op.set(l
 // params 0..5; i32 locals: r, t, c, wRow, x_k (one per token of a tile), rowBytes, o,
 // outStride; v128 locals: acc (row i, token k), then w_i (one per row of a tile).
 const X = 0, T = 1, COLS = 2, W = 3, ROWS = 4, OUT = 5;
-// Measured on the 2-core machine (Node 20, T = 32, a 1536 x 576 matrix): 3 x 2 gave
-// 6-9 GMAC/s, 1 x 4 5-7.5, 2 x 2 and 2 x 4 less (more accumulators than registers).
-const TILE_ROWS = 3;
-const TILE_TOKENS = 2;
+// Measured on the shared 2-core machine (Node 20, T = 128, 1536 x 576 and 576 x 1536,
+// CPU time, relaxed SIMD's fused multiply-add): 2 x 3 17.5 GMAC/s, 3 x 2 16.5, 3 x 3 8.9,
+// 2 x 4 8.8, 4 x 2 7.7 (more accumulators than registers); without the fused
+// multiply-add 2 x 3 and 3 x 2 14.5-14.9, 3 x 1 12.4.
+const TILE_ROWS = 2;
+const TILE_TOKENS = 3;
 const R = 6, TOK = 7, C = 8, WROW = 9, X0 = 10, ROWBYTES = 10 + TILE_TOKENS, O = 11 + TILE_TOKENS, STRIDE = 12 + TILE_TOKENS;
-const ACC = 13 + TILE_TOKENS, WV = ACC + TILE_ROWS * TILE_TOKENS;
+const WP = 13 + TILE_TOKENS; // row i of the tile starts at w_i = wRow + i * rowBytes
+const ACC = WP + TILE_ROWS, WV = ACC + TILE_ROWS * TILE_TOKENS;
 
 function hsum(acc) { // the four lanes of acc, summed: (l0 + l1) + (l2 + l3)
   return code(op.get(acc), op.lane(0), op.get(acc), op.lane(1), op.f32_add,
@@ -115,15 +118,11 @@ function hsum(acc) { // the four lanes of acc, summed: (l0 + l1) + (l2 + l3)
 // row (do-while: cols >= 4); row i's weights start at wRow + i * rowBytes.
 function dotLoop(nRows, nTok) {
   let body = [];
-  for (let i = 0; i < nRows; i++) {
-    let rowOffset = i ? [op.get(ROWBYTES), op.i32(i), op.mul, op.add] : []; // + i * rowBytes
-    body.push(op.get(WROW), op.get(C), op.add, rowOffset, op.v128_load, op.set(WV + i));
-  }
+  for (let i = 0; i < nRows; i++) body.push(op.get(WP + i), op.get(C), op.add, op.v128_load, op.set(WV + i));
   for (let k = 0; k < nTok; k++) {
     for (let i2 = 0; i2 < nRows; i2++) {
-      let acc = ACC + TILE_TOKENS * i2 + k;
-      body.push(op.get(acc), op.get(WV + i2), op.get(X0 + k), op.get(C), op.add, op.v128_load,
-        op.f32x4_mul, op.f32x4_add, op.set(acc));
+      const acc = ACC + TILE_TOKENS * i2 + k;
+      body.push(madd(op.get(acc), op.get(WV + i2), [op.get(X0 + k), op.get(C), op.add, op.v128_load]), op.set(acc));
     }
   }
   return code(op.i32(0), op.set(C), op.loop, body, incr(C, 16),
@@ -149,6 +148,7 @@ function tile(nRows, nTok) {
 function rowsPass(nRows) {
   return code(
     op.get(W), op.get(R), op.get(ROWBYTES), op.mul, op.add, op.set(WROW),
+    Array.from({ length: nRows }, (_, i) => [op.get(WROW), op.get(ROWBYTES), op.i32(i), op.mul, op.add, op.set(WP + i)]),
     op.i32(0), op.set(TOK),
     op.block, op.loop, // while t + TILE_TOKENS <= T
     op.get(TOK), op.i32(TILE_TOKENS), op.add, op.get(T), op.gt_u, op.br_if(1),
@@ -174,7 +174,7 @@ const matmulBody = () => code(
   rowsPass(1), op.br(0),
   op.end, op.end
 );
-const matmulLocals = [[7 + TILE_TOKENS, I32], [TILE_ROWS * TILE_TOKENS + TILE_ROWS, V128]];
+const matmulLocals = [[7 + TILE_TOKENS + TILE_ROWS, I32], [TILE_ROWS * TILE_TOKENS + TILE_ROWS, V128]];
 
 // --- dequant_q4_1(src, blocks, dst, half) and dequant_q8_0 -----------------------------
 // params 0..3; i32 local: b 4; v128 locals: d 5, m 6, bytes 7, half16 8.
