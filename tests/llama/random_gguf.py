@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import gguf
 import numpy as np
@@ -172,3 +173,41 @@ def converter_factors(factor: float, head_dim: int, theta: float) -> np.ndarray:
             smooth = (8192 / wavelen - 1.0) / (4.0 - 1.0)
             factors.append(1 / ((1 - smooth) / factor + smooth))
     return np.array(factors, dtype=np.float32)
+
+
+def write_tokenizer(path: Path, fields: dict[str, Any]) -> Path:
+    """A GGUF file of tokenizer metadata only (``general.architecture = "llama"``)."""
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_tokenizer_model(fields["model"])
+    writer.add_tokenizer_pre(fields["pre"])
+    writer.add_token_list(fields["tokens"])
+    writer.add_token_types(fields["types"])
+    if "merges" in fields:
+        writer.add_token_merges(fields["merges"])
+    if "scores" in fields:
+        writer.add_token_scores(fields["scores"])
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+PIECES = ["▁", "a", "b", "c", "d", "é", "▁a", "ab", "▁ab", "bc", "abc", "▁abc", "cd", "▁d"]
+PIECES += ["dd", "▁dd", "ba", "▁ba", "aa", "é▁", "▁é"]
+SENTENCEPIECE_TEXTS = ["abc", "ab abc  dd", "  d é é  x! 😀", "</s>a<s>b", "\n\tab", " ab", "é▁é"]
+
+
+def sentencepiece_fields() -> dict[str, Any]:
+    """A small SentencePiece vocabulary (TinyLlama's kind): unknown, bos, eos, 256 byte
+    tokens, then pieces scored best first."""
+    tokens = ["<unk>", "<s>", "</s>", *(f"<0x{b:02X}>" for b in range(256)), *PIECES]
+    return {
+        "model": "llama",
+        "pre": "default",
+        "tokens": tokens,
+        "types": [2, 3, 3] + [6] * 256 + [1] * len(PIECES),
+        "scores": [0.0] * 259 + [-float(i) for i in range(len(PIECES))],
+    }

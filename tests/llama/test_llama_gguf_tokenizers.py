@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from random_gguf import SENTENCEPIECE_TEXTS, sentencepiece_fields, write_tokenizer
 
 from attnlab.llama import Tokenizer
 
@@ -29,26 +30,6 @@ TEXTS = [
     "I'm sure you'll see they've left; WE'RE  \n\n  done\r\n",
     "   leading and trailing   ",
 ]
-
-
-def write_tokenizer(path: Path, fields: dict[str, Any]) -> Path:
-    """A GGUF file of tokenizer metadata only (``general.architecture = "llama"``)."""
-    writer = gguf.GGUFWriter(str(path), "llama")
-    writer.add_tokenizer_model(fields["model"])
-    writer.add_tokenizer_pre(fields["pre"])
-    writer.add_token_list(fields["tokens"])
-    writer.add_token_types(fields["types"])
-    if "merges" in fields:
-        writer.add_token_merges(fields["merges"])
-    if "scores" in fields:
-        writer.add_token_scores(fields["scores"])
-    writer.add_bos_token_id(1)
-    writer.add_eos_token_id(2)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
 
 
 def both(path: Path) -> tuple[Tokenizer, Any]:
@@ -91,26 +72,15 @@ def test_byte_level_pre_tokenisers_equal_transformers(
         assert ours.decode(ids) == theirs.decode(ids), (pre, text)
 
 
-PIECES = ["▁", "a", "b", "c", "d", "é", "▁a", "ab", "▁ab", "bc", "abc", "▁abc", "cd", "▁d"]
-PIECES += ["dd", "▁dd", "ba", "▁ba", "aa", "é▁", "▁é"]
-
-
 def test_sentencepiece_equals_transformers(tmp_path: Path) -> None:
     """A SentencePiece vocabulary: the same ids and text back as transformers' tokenizer,
     bos first with ``add_special_tokens``, bytes without a piece as byte tokens."""
-    tokens = ["<unk>", "<s>", "</s>", *(f"<0x{b:02X}>" for b in range(256)), *PIECES]
-    fields = {
-        "model": "llama",
-        "pre": "default",
-        "tokens": tokens,
-        "types": [2, 3, 3] + [6] * 256 + [1] * len(PIECES),
-        "scores": [0.0] * 259 + [-float(i) for i in range(len(PIECES))],
-    }
+    fields = sentencepiece_fields()
+    tokens = fields["tokens"]
     ours, theirs = both(write_tokenizer(tmp_path / "spm.gguf", fields))
     assert ours.pre == "sentencepiece"
     rng = random.Random(0)
-    texts = ["abc", "ab abc  dd", "  d é é  x! 😀", "</s>a<s>b", "\n\tab"]
-    texts += [
+    texts = SENTENCEPIECE_TEXTS + [
         "".join(rng.choice("abcdé x\n") for _ in range(rng.randint(1, 15))) for _ in range(50)
     ]
     for text in texts:

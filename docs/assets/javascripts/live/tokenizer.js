@@ -9,6 +9,8 @@
 //    GPT-2's byte alphabet (a space is "Ġ");
 // 3. byte-pair encoding: the lowest-ranked merge first, leftmost first on ties.
 
+import { SentencePieceTokenizer } from "./sentencepiece.js";
+
 const CONTROL = 3; // tokenizer.ggml.token_type of a special (control) token
 // GPT-2's pre-tokenizer pattern, with Unicode's White_Space as tokenizers' \s.
 export const GPT2_PATTERN =
@@ -99,9 +101,10 @@ export class Tokenizer {
 
   // The tokenizer a GGUF file's metadata describes (gguf.js's readGguf(...).metadata).
   static fromGguf(metadata) {
+    if (metadata["tokenizer.ggml.model"] === "llama") return SentencePieceTokenizer.fromGguf(metadata);
     if (metadata["tokenizer.ggml.model"] !== "gpt2") {
       throw new RangeError(
-        "the GGUF's tokenizer.ggml.model must be 'gpt2' (byte-level BPE); got " +
+        "the GGUF's tokenizer.ggml.model must be 'gpt2' (byte-level BPE) or 'llama' (SentencePiece); got " +
           JSON.stringify(metadata["tokenizer.ggml.model"])
       );
     }
