@@ -52,8 +52,10 @@ def deepseek_v3_shapes() -> dict[str, tuple[int, ...]]:
 
 @figure("latent-attention", diagram=True)
 def latent_attention() -> Figure:
-    """One token of a DeepSeek-V3 layer: the cached latent and rotary key, then either
-    expanded into every head's keys and values, or attended over with the queries folded.
+    """One token of a DeepSeek-V3 layer: what it caches, expanded or absorbed.
+
+    The cached latent and rotary key; expanded into every head's keys and values
+    (naive), or attended over directly with ``W_UK`` folded into the queries (absorbed).
     """
     s = deepseek_v3_shapes()
     r, Dr = s["latent"][0], s["rope_keys"][0]
@@ -86,7 +88,7 @@ def latent_attention() -> Figure:
     # 2. Naive: expand every head's keys and values from the latent.
     heading((-0.2, 9.4), f"2. naive:\nall {H} heads'\nkeys and values\nrebuilt")
     keys = box((8.6, 8.7), f"keys {H} × {Dk}\nW_UK c + rotary", "keys")
-    values = box((8.6, 7.1), f"values {H} × {s['values'][1]}\nW_UV c", "values")
+    box((8.6, 7.1), f"values {H} × {s['values'][1]}\nW_UV c", "values")
     diagrams.arrow(ax, (8.6, low), keys.top_mid)
 
     # 3. Absorbed: the queries folded into the latent's space; attend over the cache.

@@ -16,7 +16,11 @@ MAIN_LINE_BUDGET = 21_000
 #: Issue 32's chapters on today's models, counted apart: each within TODAYS_CHAPTER_BUDGET,
 #: and the main line with them within TODAYS_MAIN_LINE_BUDGET (the budgets above count the
 #: rest). Whoever adds such a chapter appends it here.
-TODAYS_MODELS_PAGES = ("llm/longer-contexts.md", "llm/compressed-and-paged-caches.md")
+TODAYS_MODELS_PAGES = (
+    "llm/longer-contexts.md",
+    "llm/compressed-and-paged-caches.md",
+    "llm/latent-attention.md",
+)
 TODAYS_CHAPTER_BUDGET = 1_800
 TODAYS_MAIN_LINE_BUDGET = 25_000
 #: Foundations plus "Toward the transformer", the chapters every reader goes through.
