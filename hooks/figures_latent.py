@@ -24,6 +24,7 @@ def deepseek_v3_shapes() -> dict[str, tuple[int, ...]]:
     from transformers import DeepseekV3Config
 
     c = DeepseekV3Config()
+    assert c.v_head_dim is not None  # typed optional; DeepSeek-V3's default is 128
     with torch.device("meta"), torch.no_grad():
         layer = attnlab.MultiHeadLatentAttention(
             c.hidden_size, c.num_attention_heads, c.kv_lora_rank, c.qk_rope_head_dim,
