@@ -62,7 +62,8 @@ export function configFromGguf(metadata, tensors = {}, arch = ARCHITECTURE) {
   const dModel = key("embedding_length");
   const headDim = metadata[`${arch}.rope.dimension_count`] ?? metadata[`${arch}.attention.key_length`] ?? dModel / numHeads;
   return new LlamaConfig({
-    vocab_size: metadata["tokenizer.ggml.tokens"].length,
+    // the embedding's rows, as attnlab.llama reads it (a token list may be shorter)
+    vocab_size: metadata[`${arch}.vocab_size`] ?? tensors["token_embd.weight"]?.rows ?? metadata["tokenizer.ggml.tokens"].length,
     d_model: dModel,
     num_layers: key("block_count"),
     num_heads: numHeads,
