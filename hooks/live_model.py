@@ -125,6 +125,16 @@ def load_benchmark() -> dict[str, Any] | None:
     return results
 
 
+def _quiet_load() -> tuple[float, float] | None:
+    """``load_smollm2()``'s wall time and load average in the recorded ``llm`` run."""
+    from attnlab.bench import RESULT_NAMES, load_results
+
+    if "llm" not in RESULT_NAMES:
+        return None
+    llm = load_results("llm")
+    return float(llm["load"]["wall_s"]), float(llm["machine"]["load_average_1min"])
+
+
 def benchmark_table(results: dict[str, Any]) -> str:
     """The recorded live benchmark (``scripts/live_bench.py``) as Markdown."""
     forward: list[dict[str, Any]] = results["forward"]
@@ -177,6 +187,15 @@ def benchmark_table(results: dict[str, Any]) -> str:
             else ""
         ),
     ]
+    quiet = _quiet_load()
+    if quiet is not None and "torch_load_cpu_s" in results:
+        rows += [
+            "",
+            f"`load_smollm2()` is timed here in a fresh process beside the run; on a quiet "
+            f"machine (load average {quiet[1]:.1f}) it takes {quiet[0]:.1f} s, as "
+            "[Running a real LLM](llm/real-llm.md) records it: the wall time above is "
+            "the busy machine's, and its CPU time is the closer measure.",
+        ]
     phone = results.get("phone")
     if phone:
         rows += [
@@ -188,7 +207,7 @@ def benchmark_table(results: dict[str, Any]) -> str:
             f"32-token forward pass with every map takes {phone['forward_32_ms'] / 1000:.1f} s, "
             f"16 generated tokens {phone['generate_16_ms'] / 1000:.1f} s "
             f"({phone['decode_ms_per_token']:.0f} ms a token). "
-            f"The worker holds {phone['memory_bytes'] / 1048576:.0f} MB: the weights stay "
+            f"The model holds {phone['memory_bytes'] / 1048576:.0f} MB of memory: the weights stay "
             "quantised, as in the file.",
         ]
     return "\n".join(rows)
