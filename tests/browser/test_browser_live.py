@@ -380,6 +380,26 @@ def test_live_controls_fit_a_phone(live_tab: Any, site_url: str, built_site: Pat
     context.close()
 
 
+def test_live_asks_before_downloading_on_a_metered_connection(
+    new_context: Any, site_url: str, built_site: Path
+) -> None:
+    """With navigator.connection.saveData, the section says how many MB it will download
+    and downloads nothing until asked."""
+    context = new_context("light")
+    context.add_init_script(
+        "Object.defineProperty(navigator, 'connection', {value: {saveData: true}})"
+    )
+    tab = context.new_page()
+    requests: list[str] = []
+    tab.on("request", lambda request: requests.append(request.url))
+    tab.goto(site_url + explorer_path(built_site))
+    tab.wait_for_selector("#live-explorer[data-live='idle']")
+    assert tab.locator("#live-load").inner_text() == "Download 94 MB and load the model"
+    assert "this will download 94 MB" in tab.locator("#live-status").inner_text()
+    assert not [url for url in requests if url.endswith(".gguf")]
+    tab.close()
+
+
 class _SubpathHandler(SimpleHTTPRequestHandler):
     """Serves the site under /attention/ (as on a project's GitHub Pages)."""
 
