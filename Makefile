@@ -53,10 +53,14 @@ test: setup
 bench: setup
 	$(PY) -m attnlab.bench --all --output src/attnlab/results
 
-# Deliberate bugs applied one at a time to a copy of the package, each against only its
-# tests (about 15 minutes on 2 cores; not part of `make test`): tests/mutants/REPORT.md.
+# Mutation testing with mutmut (pyproject.toml's [tool.mutmut]; not part of `make test`):
+# each mutant of the core modules, in a fresh copy under mutants/, against only the selected
+# tests that call its function, one thread per process; then tests/mutants/REPORT.md, which
+# fails the target when a mutant the tests do not kill has no reason in survivors.toml.
 mutants: setup
-	$(PY) scripts/mutants.py
+	rm -rf mutants
+	start=$$(date +%s) && OMP_NUM_THREADS=1 $(VENV)/bin/mutmut run && \
+	$(PY) scripts/mutation_report.py --wall-seconds $$(( $$(date +%s) - start ))
 
 lint: setup
 	$(PY) -m ruff check src tests hooks scripts
