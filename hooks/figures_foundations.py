@@ -32,7 +32,9 @@ def journey_weights() -> Figure:
     """Weights of "Your journey starts with one step": softmax of the raw dot products."""
     words, inputs = examples.your_journey()
     attn_weights = attnlab.softmax(attnlab.attention_scores(inputs, inputs))  # (6, 6)
-    return plot.plot_attention(attn_weights, words, words, title="softmax(inputs @ inputsᵀ)")
+    return plot.plot_attention(
+        attn_weights, words, words, title="softmax(inputs @ inputsᵀ)", xlabel="input j"
+    )
 
 
 @figure("dream-big-weights")
@@ -184,16 +186,16 @@ def attention_flow() -> Figure:
     fig, ax = diagrams.canvas(6.0, 3.7)
     T = len(words)
     grid = matrix_style((1.3, 1.0))
-    x_in = grid(ax, inputs, (0, 0), role="keys", row_labels=list(words), title="inputs xᵢ")
+    x_in = grid(ax, inputs, (0, 0), role="keys", row_labels=list(words), title="inputs xⱼ")
     q = grid(ax, query.unsqueeze(0), (0, T + 1.6), role="queries", title="query x⁽²⁾ (journey)")
     s = grid(ax, attn_scores.unsqueeze(-1), (6.0, 0), role="weights", title="scores")
     w = grid(ax, attn_weights.unsqueeze(-1), (9.6, 0), role="weights", title="weights")
     z = grid(ax, context_vec.unsqueeze(0), (13.0, 4.0), role="output", title="context z⁽²⁾")
-    diagrams.arrow(ax, x_in.right_mid, s.left_mid, "xᵢ · x⁽²⁾")
+    diagrams.arrow(ax, x_in.right_mid, s.left_mid, "xⱼ · x⁽²⁾")
     diagrams.arrow(ax, q.right_mid, (s.left + 0.6, s.top + 0.9), rad=-0.2)
     diagrams.arrow(ax, s.right_mid, w.left_mid, "softmax")
     diagrams.arrow(ax, w.right_mid, z.bottom_mid, rad=0.3)
-    diagrams.label(ax, (15.0, 2.2), "Σ wᵢ xᵢ", fontsize="medium")
+    diagrams.label(ax, (15.0, 2.2), "Σ α₂ⱼ xⱼ", fontsize="medium")
     diagrams.fit(ax, x_in, q, s, w, z, diagrams.Bounds(-2.0, 0, 17.0, T + 3.4))
     return fig
 
@@ -427,7 +429,11 @@ def journey_scores() -> Figure:
     """All 36 dot products of the running example: ``inputs @ inputs.transpose(-2, -1)``."""
     words, inputs = examples.your_journey()
     return plot.plot_attention(
-        inputs @ inputs.transpose(-2, -1), words, words, title="scores: inputs @ inputsᵀ"
+        inputs @ inputs.transpose(-2, -1),
+        words,
+        words,
+        title="scores: inputs @ inputsᵀ",
+        xlabel="input j",
     )
 
 
