@@ -68,23 +68,29 @@ def multi_head() -> Figure:
     return seeded(123, build)
 
 
+def _cross_weights() -> torch.Tensor:
+    """The cross-attention chapter's by-hand weights, ``(6, 8)``: call right after seed 123.
+
+    ``W_query`` and ``W_key`` are ``(d_in, d_k) = (16, 24)`` matrices drawn first, as in the
+    chapter's block; queries from "Life is short…", keys from ``second_sequence()``.
+    """
+    W_query, W_key = torch.rand(16, 24), torch.rand(16, 24)  # (d_in, d_k) each
+    queries = examples.life_is_short().inputs @ W_query  # (6, 24)
+    keys = examples.second_sequence() @ W_key  # (8, 24)
+    return attnlab.attention_weights(queries, keys)  # (6, 8), scale 1/sqrt(24)
+
+
 @figure("cross-attention")
 def cross_attention() -> Figure:
     """Cross-attention weights from "Life is short…" to the 8 tokens of ``second_sequence()``.
 
-    The tutorial's weights of the cross-attention chapter: ``W_query`` and ``W_key`` of
-    shape ``(24, 16)`` drawn under seed 123, as in its by-hand block.
+    The weights of the cross-attention chapter's by-hand block (:func:`_cross_weights`).
     """
 
     def build() -> Figure:
         sentence = examples.life_is_short()
-        context = examples.second_sequence()  # (S, d) = (8, 16)
-        W_query, W_key = torch.rand(24, 16), torch.rand(24, 16)  # (d_q, d), (d_k, d)
-        queries = sentence.inputs @ W_query.transpose(-2, -1)  # (6, 24)
-        keys = context @ W_key.transpose(-2, -1)  # (8, 24)
-        attn_weights = attnlab.attention_weights(queries, keys)  # (6, 8), scale 1/sqrt(24)
         return plot.plot_attention(
-            attn_weights,
+            _cross_weights(),
             sentence.words,
             [f"c{j + 1}" for j in range(8)],
             xlabel="context token (key)",
@@ -264,38 +270,34 @@ def head_split() -> Figure:
 
 @figure("cross-attention-diagram", diagram=True)
 def cross_attention_diagram() -> Figure:
-    """Query "short" of sentence 1 attends to ``second_sequence()`` (CrossAttention, seed 123)."""
+    """Query "is" of sentence 1 over ``second_sequence()``: the chapter's by-hand weights."""
 
     def build() -> Figure:
         sentence = examples.life_is_short()
-        context = examples.second_sequence()  # (S, d) = (8, 16)
-        module = attnlab.CrossAttention(d_in=16, d_context=16, d_out=16, num_heads=1)
-        with torch.no_grad():
-            queries = module.W_query(sentence.inputs)  # (6, 16)
-            keys = module.W_key(context)  # (8, 16)
-        attn_weights = attnlab.attention_weights(queries, keys)  # (6, 8)
-        row = 2  # "short"
-        fig, ax = diagrams.canvas(8.0, 4.6)
+        attn_weights = _cross_weights()  # (6, 8), as the chapter's block computes them
+        row = 1  # "is", the row the chapter prints
+        fig, ax = diagrams.canvas(4.8, 4.6)
         ink = diagrams.text_colour()
         for i, word in enumerate(sentence.words):
             y = 7 - i * 1.4
-            diagrams.operator(ax, (1.0, y), word, role="queries", size=(2.0, 0.9))
+            diagrams.operator(ax, (1.0, y), word, role="queries", size=(2.0, 0.9), fontsize="large")
         for j in range(8):
             y = 8 - j
-            diagrams.operator(ax, (10.0, y), f"c{j + 1}", role="keys", size=(1.6, 0.8))
+            diagrams.operator(
+                ax, (8.0, y), f"c{j + 1}", role="keys", size=(1.4, 0.8), fontsize="large"
+            )
             weight = float(attn_weights[row, j])
             ax.plot(
-                [2.0, 9.2],
+                [2.0, 7.3],
                 [7 - row * 1.4, y],
                 color=diagrams.ROLE_COLOURS["weights"],
                 linewidth=0.5 + 8 * weight,
                 solid_capstyle="round",
             )
-            ax.text(11.0, y, f"{weight:.2f}", ha="left", va="center", color=ink, fontsize="medium")
-        diagrams.label(ax, (1.0, 8.4), "sentence 1 (queries)")
-        diagrams.label(ax, (10.0, 9.0), "sequence 2 (keys)")
-        diagrams.label(ax, (11.0, 9.0), "            weight", ha="left")
-        diagrams.fit(ax, diagrams.Bounds(-0.2, -0.5, 14.0, 9.5), margin=0.1)
+            ax.text(8.9, y, f"{weight:.2f}", ha="left", va="center", color=ink, fontsize="large")
+        diagrams.label(ax, (1.0, 8.4), "queries")
+        diagrams.label(ax, (8.8, 9.0), "keys, weight")
+        diagrams.fit(ax, diagrams.Bounds(-0.2, -0.5, 10.9, 9.5), margin=0.1)
         return fig
 
     return seeded(123, build)
