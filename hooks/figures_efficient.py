@@ -182,19 +182,19 @@ def ring_schedule() -> Figure:
 
 @figure("flash-backward-blocks", diagram=True)
 def flash_backward_blocks() -> Figure:
-    """The backward pass of one tiny attention: P, dP and dS = P * (dP - D), as numbers."""
+    """The backward pass of one tiny attention: P, dP and dS = P * (dP - Δ), as numbers."""
     import diagrams
 
     gen = torch.Generator().manual_seed(0)
     q, k, v, grad_out = (torch.randn(4, 2, generator=gen) for _ in range(4))
     weights = torch.softmax(q @ k.T / 2**0.5, dim=-1)  # P, (4, 4)
     grad_weights = grad_out @ v.T  # dP
-    row_dot = (grad_out * (weights @ v)).sum(-1, keepdim=True)  # D = rowsum(dO * O)
+    row_dot = (grad_out * (weights @ v)).sum(-1, keepdim=True)  # Δ = rowsum(dO * O)
     grad_scores = weights * (grad_weights - row_dot)  # dS
     fig, ax = diagrams.canvas(8.0, 2.6)
     b1 = diagrams.matrix(ax, weights, (0, 0), role="weights", title="P", decimals=2)
     b2 = diagrams.matrix(ax, grad_weights, (5.5, 0), role="output", title="dP = dO Vᵀ", decimals=2)
-    b3 = diagrams.matrix(ax, row_dot, (11, 0), role="output", title="D", decimals=2)
+    b3 = diagrams.matrix(ax, row_dot, (11, 0), role="output", title="Δ", decimals=2)
     b4 = diagrams.matrix(ax, grad_scores, (13.5, 0), role="weights", title="dS", decimals=2)
     diagrams.arrow(ax, b3.right_mid, b4.left_mid)
     diagrams.label(ax, (4.75, 2), "∘")
