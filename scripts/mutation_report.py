@@ -8,11 +8,11 @@ test calls its function) with its diff (``mutmut show``) and the reason kept for
 ``tests/mutants/survivors.toml``:
 
     ["attnlab.masks.x_row_shift__mutmut_3"]
-    change = "row_max.detach()"   # text of the mutant's + line: the name still means it
+    diff = "-return row_max | +return row_max.detach()"  # its changed lines: still this mutant
     why = "subtracting a detached maximum changes no value and no gradient"
 
-The exit status is 1 when a survivor has no reason, when a reason's ``change`` is not in
-its mutant's diff (mutmut numbers mutants per function, so an edit can renumber them),
+The exit status is 1 when a survivor has no reason, when a reason's ``diff`` is not its
+mutant's diff (mutmut numbers mutants per function, so an edit can renumber them),
 when an explained mutant is now killed or gone, or when a mutant was not run to the end
 (``not checked``, ``suspicious``, a crash).
 
@@ -42,9 +42,9 @@ UNKILLED = ("survived", "no tests")  # each needs a reason in survivors.toml
 
 @dataclass(frozen=True)
 class Reason:
-    """Why a mutant is not killed, and the text its diff adds (so its name still means it)."""
+    """Why a mutant is not killed, and its diff (so that its name still means it)."""
 
-    change: str  # text the mutant's diff must still contain
+    diff: str  # the mutant's changed lines, as ``signature`` writes them
     why: str
 
 
@@ -62,16 +62,16 @@ def parse_results(text: str) -> dict[str, str]:
 
 
 def load_reasons(text: str) -> dict[str, Reason]:
-    """survivors.toml: one table per mutant name with ``change`` and ``why``."""
+    """survivors.toml: one table per mutant name with ``diff`` and ``why``."""
     reasons = {}
     for name, entry in tomllib.loads(text).items():
-        if set(entry) != {"change", "why"} or not all(
+        if set(entry) != {"diff", "why"} or not all(
             isinstance(v, str) and v for v in entry.values()
         ):
             raise ValueError(
-                f"{name} in survivors.toml must have a non-empty change and why; got {entry!r}"
+                f"{name} in survivors.toml must have a non-empty diff and why; got {entry!r}"
             )
-        reasons[name] = Reason(entry["change"], entry["why"])
+        reasons[name] = Reason(entry["diff"], entry["why"])
     return reasons
 
 
@@ -96,8 +96,8 @@ def build_report(
         reason = reasons.get(name)
         if reason is None:
             problems.append(f"{name}: {outcomes[name]} with no reason in survivors.toml")
-        elif reason.change not in added_lines(diffs.get(name, "")):
-            problems.append(f"{name}: its diff no longer adds {reason.change!r} (renumbered?)")
+        elif reason.diff != signature(diffs.get(name, "")):
+            problems.append(f"{name}: its diff is no longer {reason.diff!r} (renumbered?)")
     for name in sorted(set(reasons) - set(unkilled)):
         problems.append(
             f"{name}: explained in survivors.toml but {outcomes.get(name, 'not in the results')}"
@@ -126,6 +126,10 @@ def build_report(
         mine = [outcome for name, outcome in outcomes.items() if module_of(name) == module]
         killed = sum(outcome in KILLED for outcome in mine)
         lines.append(f"| `{module}` | {len(mine)} | {killed} | {len(mine) - killed} |")
+    kinds = Counter(reasons[name].why.split(":")[0] for name in unkilled if name in reasons)
+    if kinds:
+        lines += ["", "| Why not killed (kind) | Mutants |", "| --- | ---: |"]
+        lines += [f"| {kind} | {count} |" for kind, count in sorted(kinds.items())]
     if problems:
         lines += ["", "## Problems", ""] + [f"- {problem}" for problem in problems]
     lines += ["", "## Mutants the tests do not kill", ""]
@@ -134,18 +138,16 @@ def build_report(
         lines.append(
             f"- `{name}` ({outcomes[name]}): {reason.why if reason else '**no reason given**'}"
         )
-        change = " / ".join(added_lines(diffs.get(name, "")).splitlines())
-        if change:
-            lines.append(f"  `{change}`")
+        lines.append(f"  `{signature(diffs.get(name, ''))}`")
     return "\n".join(lines) + "\n", problems
 
 
-def added_lines(diff: str) -> str:
-    """The ``+`` lines of a unified diff, without the ``+`` and the surrounding space."""
-    return "\n".join(
-        line[1:].strip()
+def signature(diff: str) -> str:
+    """A unified diff's changed lines, stripped, each after its sign, joined by `` | ``."""
+    return " | ".join(
+        line[0] + line[1:].strip()
         for line in diff.splitlines()
-        if line.startswith("+") and not line.startswith("+++")
+        if line[:1] in "+-" and line[:3] not in ("+++", "---")
     )
 
 

@@ -1,5 +1,5 @@
 """scripts/mutation_report.py on a small made-up run: killed mutants are counted, each
-survivor is listed with its reason, and a survivor without one, a reason whose change is no
+survivor is listed with its reason, and a survivor without one, a reason whose diff is no
 longer the mutant's, a reason for a mutant now killed, or an unfinished mutant fails it."""
 
 from __future__ import annotations
@@ -42,11 +42,11 @@ DIFF = """\
 """
 REASONS = f"""\
 ["{SURVIVOR}"]
-change = "row_max.detach()"
+diff = "-return row_max | +return row_max.detach()"
 why = "a detached shift changes no value and no gradient"
 
 ["{NO_TESTS}"]
-change = "self.num_kv_heads = None"
+diff = "+self.num_kv_heads = None"
 why = "covered by the llama tests, not selected"
 """
 
@@ -68,8 +68,9 @@ def test_a_run_with_every_survivor_explained_passes_and_is_reported() -> None:
     assert "- Modules: `attnlab.gqa`, `attnlab.masks`" in report
     assert "| `attnlab.masks` | 3 | 2 | 1 |" in report
     assert "- Wall time: 12 s" in report
+    assert "| a detached shift changes no value and no gradient | 1 |" in report
     assert f"- `{SURVIVOR}` (survived): a detached shift changes no value and no gradient" in report
-    assert "  `return row_max.detach()`" in report
+    assert "  `-return row_max | +return row_max.detach()`" in report
 
 
 def test_an_unexplained_survivor_fails() -> None:
@@ -81,7 +82,8 @@ def test_an_unexplained_survivor_fails() -> None:
 
 def test_a_reason_whose_change_moved_to_another_mutant_fails() -> None:
     _, problems = run(diff=DIFF.replace("row_max.detach()", "row_max * 2"))
-    assert problems == [f"{SURVIVOR}: its diff no longer adds 'row_max.detach()' (renumbered?)"]
+    wanted = "-return row_max | +return row_max.detach()"
+    assert problems == [f"{SURVIVOR}: its diff is no longer {wanted!r} (renumbered?)"]
 
 
 def test_an_explained_mutant_that_is_killed_or_gone_fails() -> None:
@@ -100,12 +102,12 @@ def test_malformed_input_is_refused() -> None:
     script = report_script()
     with pytest.raises(ValueError, match="results line must read 'name: outcome'"):
         script.parse_results("no outcome here\n")
-    with pytest.raises(ValueError, match="must have a non-empty change and why"):
+    with pytest.raises(ValueError, match="must have a non-empty diff and why"):
         script.load_reasons('["m"]\nwhy = "no change given"\n')
 
 
 def test_the_kept_reasons_file_reads() -> None:
-    """tests/mutants/survivors.toml parses, every entry with its change and reason."""
+    """tests/mutants/survivors.toml parses, every entry with its diff and reason."""
     script = report_script()
     reasons = script.load_reasons(script.EXPLANATIONS.read_text(encoding="utf-8"))
     assert all(name.startswith("attnlab.") for name in reasons)
