@@ -502,17 +502,18 @@ def journey_gradient_step() -> Figure:
 
 @figure("journey-batch", diagram=True)
 def journey_batch() -> Figure:
-    """A batch of two copies of the sentence through ``SelfAttentionV2(3, 2)`` (seed 789)."""
+    """The sentence and its reversal, one batch, through ``SelfAttentionV2(3, 2)`` (seed 789)."""
     inputs = examples.your_journey().inputs  # (6, 3)
+    batch = torch.stack([inputs, inputs.flip(0)])  # (2, 6, 3): the words in reverse order
     module = journey_self_attention()
     with torch.no_grad():
-        context_vecs = module(torch.stack([inputs, inputs]))  # (2, 6, 2)
+        context_vecs = module(batch)  # (2, 6, 2)
     fig, ax = diagrams.canvas(5.0, 6.0)
     cell = (1.2, 0.75)
     grid = matrix_style(cell, fontsize="medium")
     bounds = []
     for b in range(2):
-        x = grid(ax, inputs, (b * 4.6, 7.0), title=f"batch[{b}] (6, 3)")
+        x = grid(ax, batch[b], (b * 4.6, 7.0), title=f"batch[{b}] (6, 3)")
         out = grid(ax, context_vecs[b], (b * 4.6 + 0.3, -1.0), role="output", decimals=3,
                    cell=(1.5, 0.75))  # fmt: skip
         diagrams.label(ax, (out.left + 1.5, out.bottom - 0.5), f"out[{b}] (6, 2)", va="top")
