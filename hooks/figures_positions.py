@@ -80,8 +80,8 @@ def _multi_head_concat() -> Figure:
     h1 = grid(ax, per_head[0], (0, 6.2), role="output", title="head 1 (6, 2)")
     h2 = grid(ax, per_head[1], (4.4, 6.2), role="output", title="head 2 (6, 2)")
     c = grid(ax, concat, (11.0, 6.2), role="output", title="concatenated (6, 4)")
-    W_out = out_proj.weight.detach().T  # (4, 4): concat @ W_out + bias
-    w = grid(ax, W_out, (2.2, -0.3), role="input", title="out_proj: W_O (4, 4)")
+    W_O = out_proj.weight.detach().T  # (4, 4): the formula's W^O, concat @ W^O + bias
+    w = grid(ax, W_O, (2.2, -0.3), role="input", title="Wᴼ = out_proj.weightᵀ (4, 4)")
     o = grid(ax, output, (11.0, -1.0), role="output", title="output (6, 4)")
     diagrams.arrow(ax, h2.right_mid, c.left_mid, "cat")
     diagrams.arrow(ax, (c.left + 2.6, c.bottom - 0.2), (w.right + 0.2, w.top + 0.9), "concat @")
