@@ -106,9 +106,10 @@ def check_causal_self_attention(
 
     Where the output is wrong, the check looks for the stage: ``num_heads`` against the
     module's own ``num_heads`` attribute and against every other head count dividing
-    ``d_out``; then a one-token input (its one weight is 1 whatever the mask, scale or
-    softmax, so a wrong output there points at the projections, the merge or
-    ``out_proj``, and NaN at a mask hiding the diagonal); then one token repeated
+    ``d_out``; then a one-token input (its one weight is 1 whatever the scale or softmax
+    axis, provided the mask keeps the diagonal, so a wrong output there points at the
+    projections, the merge or ``out_proj``, and NaN at a mask hiding the diagonal, by
+    masking it too or by being reversed); then one token repeated
     ``tokens`` times (any weights summing to one give every token the same output, so a
     wrong output points at the split into heads or a softmax over the wrong axis); then
     attention without the mask and with the scale ``1 / sqrt(d_out)``.
@@ -307,15 +308,18 @@ def _probe(
     if heads:
         return heads
     d_out = layers["out_proj"].out_features
-    one = x[:, :1]  # (B, 1, d_in): its one weight is 1 whatever the mask, scale or softmax
+    one = x[:, :1]  # (B, 1, d_in): its one weight is 1 at any scale or softmax axis, or NaN
     one_out = module(one)
     if not isinstance(one_out, Tensor) or one_out.shape != (x.shape[0], 1, d_out):
         return ""
     if bool(one_out.isnan().any()):
-        return "a one-token input gives NaN: the mask hides a token's own key (the diagonal)"
+        return (
+            "a one-token input gives NaN: the mask hides a token's own key, the diagonal "
+            "(masked too, or the mask reversed: masked_fill fills where True)"
+        )
     if not _same(one_out, _sdpa_reference(layers, one, num_heads), atol):
         return (
-            "a one-token input (its one weight is 1 whatever the mask, scale or softmax) "
+            "a one-token input (its one weight is 1 whatever the scale or softmax axis) "
             "is already wrong: the projections, the merge of the heads or out_proj"
         )
     repeated = one.expand_as(x).contiguous()  # (B, T, d_in): one token, T times

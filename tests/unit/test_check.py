@@ -109,7 +109,9 @@ def test_the_check_uses_the_heads_it_is_told() -> None:
     [
         ("no_out_proj", "a one-token input (its one weight is 1"),
         ("diagonal", "a one-token input gives NaN: the mask hides a token's own key"),
+        ("diagonal", "(masked too, or the mask reversed"),
         ("polarity", "a one-token input gives NaN: the mask hides a token's own key"),
+        ("polarity", "or the mask reversed: masked_fill fills where True)"),
         ("view", "comes out wrong: the split into heads, or a softmax over the wrong axis"),
         ("softmax_dim", "comes out wrong: the split into heads, or a softmax over the wrong"),
         ("no_mask", "it equals attention without the causal mask"),
@@ -118,9 +120,10 @@ def test_the_check_uses_the_heads_it_is_told() -> None:
 )
 def test_the_hint_names_the_stage_that_is_wrong(bug: str, hint: str) -> None:
     """Each bug trips the probe meant for its stage: a one-token input for the
-    projections and out_proj (token 0 wrong, yet no mask or softmax can matter), NaN there
-    for a mask hiding the diagonal, one token repeated for the split and the softmax's
-    axis, and the mask-less and 1/sqrt(d_out) references for the last two."""
+    projections and out_proj (token 0 wrong, at any scale or softmax axis), NaN there
+    for a mask hiding the diagonal (masked too, or reversed), one token repeated for the
+    split and the softmax's axis, and the mask-less and 1/sqrt(d_out) references for the
+    last two."""
     check = check_causal_self_attention(_written(bug=bug), 2)
     assert hint in check.hint, check
     assert f"hint: {check.hint}" in " ".join(str(check).split())  # wrapped at 88 columns
