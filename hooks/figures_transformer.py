@@ -229,18 +229,22 @@ def head_split() -> Figure:
             values = module.W_value(x)  # (1, 6, 4)
             # the module's own seams: (B, T, d_out) -> (B, H, T, D), attend, and back
             split = [module.split_heads(t) for t in (queries, keys, values)]  # (1, 2, 6, 2)
-            context_vecs, _ = module.attend_heads(split[0], split[1], split[2])  # (1, 2, 6, 2)
+            context_vecs, _ = module.attend_heads(*split, is_causal=True)  # (1, 2, 6, 2)
             merged = module.merge_heads(context_vecs)  # (1, 6, 4)
         fig, ax = diagrams.canvas(8.0, 4.4)
         grid = matrix_style((1.25, 0.7))
         q = grid(ax, queries[0], (0, 0), role="queries", title="queries (1, 6, 4)")
         heads = [
-            grid(ax, split[0][0, h], (8.5 + 3.8 * h, 0), role="queries", title=f"head {h + 1}")
+            grid(ax, split[0][0, h], (8.5 + 3.8 * h, 0), role="queries", title=f"head {h + 1} q")
             for h in range(2)
         ]
         outs = [
             grid(
-                ax, context_vecs[0, h], (8.5 + 3.8 * h, -6.6), role="output", title=f"head {h + 1}"
+                ax,
+                context_vecs[0, h],
+                (8.5 + 3.8 * h, -6.6),
+                role="output",
+                title=f"head {h + 1} out",
             )
             for h in range(2)
         ]
@@ -251,16 +255,17 @@ def head_split() -> Figure:
         )
         diagrams.label(ax, (11.0, 5.4), "(1, 2, 6, 2) = (B, H, T, D)")
         for h in range(2):
-            diagrams.arrow(
-                ax,
-                heads[h].bottom_mid,
-                (outs[h].left + 1.25, outs[h].top + 0.6),
-                "attend" if h == 0 else None,
-                offset=-0.4,
-            )
+            diagrams.arrow(ax, heads[h].bottom_mid, (outs[h].left + 1.25, outs[h].top + 0.6))
+        diagrams.label(
+            ax,
+            (heads[0].left - 0.3, -1.0),
+            "attend, each head with\nits own keys and values\n(split the same way)",
+            ha="right",
+            fontsize="small",
+        )
         diagrams.arrow(ax, outs[0].left_mid, m.right_mid)
         diagrams.label(
-            ax, ((m.right + outs[0].left) / 2, -4.2), "transpose,\nreshape", fontsize="small"
+            ax, ((m.right + outs[0].left) / 2, -3.3), "transpose,\nreshape", fontsize="small"
         )
         diagrams.fit(ax, q, *heads, *outs, m, diagrams.Bounds(0, -6.6, 16.0, 5.8), margin=0.6)
         return fig

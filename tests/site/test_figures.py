@@ -299,10 +299,14 @@ def test_head_split_draws_the_modules_own_heads(monkeypatch: pytest.MonkeyPatch)
         original = getattr(attnlab.MultiHeadAttention, seam)
 
         def spy(
-            self: object, *args: object, seam: str = seam, original: object = original
+            self: object,
+            *args: object,
+            seam: str = seam,
+            original: object = original,
+            **kwargs: object,
         ) -> object:
             calls.append(seam)
-            return original(self, *args)  # type: ignore[operator]
+            return original(self, *args, **kwargs)  # type: ignore[operator]
 
         monkeypatch.setattr(attnlab.MultiHeadAttention, seam, spy)
     texts = _cell_texts("head-split")
@@ -316,7 +320,7 @@ def test_head_split_draws_the_modules_own_heads(monkeypatch: pytest.MonkeyPatch)
             W(x).view(1, 6, 2, 2).transpose(1, 2)
             for W in (module.W_query, module.W_key, module.W_value)
         )
-        context_vecs = F.scaled_dot_product_attention(q, k, v)  # (1, 2, 6, 2)
+        context_vecs = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (1, 2, 6, 2)
         merged = context_vecs.transpose(1, 2).reshape(1, 6, 4)  # (1, 6, 4)
     for tensor in (q[0, 0], q[0, 1], context_vecs[0, 0], context_vecs[0, 1], merged[0]):
         assert _contains_run(texts, [f"{value:.2f}" for value in tensor.flatten().tolist()]), tensor
