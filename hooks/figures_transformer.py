@@ -7,17 +7,43 @@ in the role colours of ``hooks/diagrams.py``.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable, Sequence
 
 import diagrams
+import matplotlib
 import torch
-from figure_kit import journey_self_attention, matrix_style, seeded, side_by_side
+from figure_kit import journey_self_attention, matrix_style, seeded
 from figure_registry import figure
 from matplotlib.figure import Figure
 
 import attnlab
 import attnlab.recall
 from attnlab import examples, plot
+
+#: Font size (pt) of the stacked heatmaps below: drawn about 5 in wide, their smallest
+#: text (matplotlib's "small", 0.83 of this) stays above 9 px on a 390-px phone.
+STACKED_FONT_PT = 12.0
+
+
+def stacked_heatmaps(
+    width: float,
+    height: float,
+    panels: Sequence[tuple[str, Callable[..., object]]],
+) -> Figure:
+    """Heatmap panels one above the other, sharing one colorbar, in phone-sized type.
+
+    Each panel is ``(title, draw)``; ``draw(ax=..., title=..., colorbar=False)`` draws it
+    with ``plot.plot_attention`` (one colour scale: pass the same ``vmin``/``vmax``).
+    """
+    with matplotlib.rc_context({"font.size": STACKED_FONT_PT}):
+        fig = Figure(figsize=(width, height), layout="constrained")
+        axes = list(fig.subplots(len(panels), 1))
+        for ax, (title, draw) in zip(axes, panels, strict=True):
+            draw(ax=ax, title=title, colorbar=False)
+        fig.colorbar(axes[0].images[0], ax=axes, shrink=0.6)
+    return fig
 
 
 @figure("causal-mask")
@@ -36,14 +62,14 @@ def causal_weights() -> Figure:
         queries, keys = module.W_query(inputs), module.W_key(inputs)  # (6, 2) each
         full = attnlab.attention_weights(queries, keys)  # (6, 6)
         causal = attnlab.attention_weights(queries, keys, is_causal=True)  # (6, 6)
-    fig, (left, right) = side_by_side(10.0, 4.0)
-    plot.plot_attention(
-        full, words, words, ax=left, vmin=0, vmax=1, colorbar=False, title="no mask"
+    return stacked_heatmaps(
+        5.0,
+        8.6,
+        [
+            (title, functools.partial(plot.plot_attention, weights, words, words, vmin=0, vmax=1))
+            for title, weights in [("no mask", full), ("causal: keys j <= i only", causal)]
+        ],
     )
-    plot.plot_attention(
-        causal, words, words, ax=right, vmin=0, vmax=1, title="causal: keys j <= i only"
-    )
-    return fig
 
 
 @figure("multi-head")
@@ -63,7 +89,26 @@ def multi_head() -> Figure:
                     if isinstance(head, attnlab.CausalAttention)
                 ]
             )  # (H, T, T) = (2, 6, 6)
-        return plot.plot_heads(per_head, words, annotate=True, decimals=1)
+        low, high = float(per_head.min()), float(per_head.max())
+        return stacked_heatmaps(
+            5.0,
+            8.6,
+            [
+                (
+                    f"head {h + 1}",
+                    functools.partial(
+                        plot.plot_attention,
+                        per_head[h],
+                        words,
+                        words,
+                        decimals=1,
+                        vmin=low,
+                        vmax=high,
+                    ),
+                )
+                for h in range(per_head.shape[0])
+            ],
+        )
 
     return seeded(123, build)
 
@@ -146,14 +191,30 @@ def recall_attention() -> Figure:
     untrained, trained, _ = recall.trained_recall_model()
     batch = recall.held_out_batch(6)
     rows, slots = _recall_rows(batch), [str(j + 1) for j in range(batch.keys.shape[1])]
-    fig, (left, right) = side_by_side(11.0, 3.6)
     with torch.no_grad():
-        for ax, model, title in [(left, untrained, "before training"), (right, trained, "after")]:
-            plot.plot_attention(
-                model(batch)[1], rows, slots, ax=ax, vmin=0, vmax=1, colorbar=ax is right,
-                xlabel="slot (stored pair)", ylabel="question", title=title,
-            )  # fmt: skip
-    return fig
+        weights = [(title, model(batch)[1]) for title, model in
+                   [("before training", untrained), ("after training", trained)]]  # fmt: skip
+    return stacked_heatmaps(
+        5.0,
+        7.6,
+        [
+            (
+                title,
+                functools.partial(
+                    plot.plot_attention,
+                    w,
+                    rows,
+                    slots,
+                    vmin=0,
+                    vmax=1,
+                    decimals=1,
+                    xlabel="slot (stored pair)",
+                    ylabel="question",
+                ),
+            )
+            for title, w in weights
+        ],
+    )
 
 
 @figure("recall-scores")
@@ -165,13 +226,27 @@ def recall_scores() -> Figure:
     letters = [trained.task.key_name(k) for k in range(trained.task.num_keys)]
     before, after = recall.key_query_scores(untrained), recall.key_query_scores(trained)
     low, high = float(min(before.min(), after.min())), float(max(before.max(), after.max()))
-    fig, (left, right) = side_by_side(11.0, 5.0)
-    for ax, scores, title in [(left, before, "before training"), (right, after, "after")]:
-        plot.plot_attention(
-            scores, letters, letters, ax=ax, annotate=False, vmin=low, vmax=high,
-            colorbar=ax is right, xlabel="stored key", ylabel="question", title=title,
-        )  # fmt: skip
-    return fig
+    return stacked_heatmaps(
+        5.0,
+        9.4,
+        [
+            (
+                title,
+                functools.partial(
+                    plot.plot_attention,
+                    scores,
+                    letters,
+                    letters,
+                    annotate=False,
+                    vmin=low,
+                    vmax=high,
+                    xlabel="stored key",
+                    ylabel="question",
+                ),
+            )
+            for title, scores in [("before training", before), ("after training", after)]
+        ],
+    )
 
 
 @figure("causal-row", diagram=True)
