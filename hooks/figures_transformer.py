@@ -304,13 +304,14 @@ def head_split() -> Figure:
             values = module.W_value(x)  # (1, 6, 4)
             # the module's own seams: (B, T, d_out) -> (B, H, T, D), attend, and back
             split = [module.split_heads(t) for t in (queries, keys, values)]  # (1, 2, 6, 2)
-            context_vecs, _ = module.attend_heads(*split, is_causal=True)  # (1, 2, 6, 2)
+            q_split, k_split, v_split = split
+            context_vecs, _ = module.attend_heads(q_split, k_split, v_split, is_causal=True)
             merged = module.merge_heads(context_vecs)  # (1, 6, 4)
         fig, ax = diagrams.canvas(8.0, 4.4)
         grid = matrix_style((1.25, 0.7))
         q = grid(ax, queries[0], (0, 0), role="queries", title="queries (1, 6, 4)")
         heads = [
-            grid(ax, split[0][0, h], (8.5 + 3.8 * h, 0), role="queries", title=f"head {h + 1} q")
+            grid(ax, q_split[0, h], (8.5 + 3.8 * h, 0), role="queries", title=f"head {h + 1} q")
             for h in range(2)
         ]
         outs = [
