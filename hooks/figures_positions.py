@@ -43,7 +43,7 @@ def permutation_equivariance() -> Figure:
         ("reversed", inputs[order], [words[i] for i in order]),
         ("reversed + positions", inputs[order] + pos, [words[i] for i in order]),
     ]
-    grid = matrix_style((1.4, 0.8), fontsize="x-small")
+    grid = matrix_style((1.5, 0.8), fontsize="small")
     fig, ax = diagrams.canvas(8.0, 5.2)
     drawn = []
     for p, (title, x, labels) in enumerate(panels):
@@ -52,7 +52,7 @@ def permutation_equivariance() -> Figure:
             out = module(x)  # (6, 2)
         top = grid(ax, x, (left, 8.2), role="input", row_labels=labels, title=title)
         bottom = grid(ax, out, (left + 0.7, 0), role="output", decimals=3, row_labels=labels)
-        diagrams.arrow(ax, top.bottom_mid, (bottom.left + 1.4, bottom.top + 0.1))
+        diagrams.arrow(ax, top.bottom_mid, (top.bottom_mid[0], bottom.top + 0.1))
         diagrams.label(ax, (top.bottom_mid[0] + 0.3, 6.4), "attention", ha="left", fontsize="small")
         drawn += [top, bottom]
     diagrams.label(ax, (11.3, -1.0), "same rows, reversed", role="output", fontsize="small")
