@@ -22,7 +22,7 @@ from .attention_heads import AttentionHeads, AttentionOutput, HeadProjections, M
 from .backends import BACKENDS, Backend, attend, register_kernel
 from .causal import CausalAttention
 from .check import AttentionCheck, check_causal_self_attention
-from .flash import flash_attention, flash_visited_blocks
+from .flash import FlashOutput, flash_attention, flash_visited_blocks
 from .functional import (
     AttentionCall,
     attention_scores,
@@ -77,6 +77,7 @@ __all__ = [
     "CausalAttention",
     "CrossAttention",
     "DynamicNTKScaling",
+    "FlashOutput",
     "GroupedQueryAttention",
     "HeadProjections",
     "KVCache",

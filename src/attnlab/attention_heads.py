@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Literal, NamedTuple, overload
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -61,16 +61,16 @@ PositionEmbeddings = tuple[Tensor, Tensor]
 
 
 class AttentionOutput(NamedTuple):
-    """A layer's output with its attention weights (what ``need_weights=True`` returns).
+    """What a layer's forward returns, always: ``output, attn_weights = layer(x)``.
 
     Attributes:
         output: ``(B, L, d_out)``.
-        attn_weights: ``(B, H, L, S)`` per query head, or ``(B, L, S)`` averaged over
-            the heads; after dropout in training.
+        attn_weights: ``None`` unless ``need_weights=True``; then ``(B, H, L, S)`` per
+            query head, or ``(B, L, S)`` averaged over the heads; after dropout in training.
     """
 
     output: Tensor
-    attn_weights: Tensor
+    attn_weights: Tensor | None
 
 
 def split_heads(x: Tensor, head_dim: int) -> Tensor:
@@ -351,54 +351,6 @@ class AttentionHeads(nn.Module):
             setattr(projections, name, value)
         super().__setattr__(name, value)
 
-    @overload
-    def forward(
-        self,
-        query: Tensor,
-        key: Tensor | None = None,
-        value: Tensor | None = None,
-        *,
-        attn_mask: Tensor | None = None,
-        key_padding_mask: Tensor | None = None,
-        cache: Cache | None = None,
-        position_embeddings: PositionEmbeddings | None = None,
-        ablate_heads: Iterable[int] = (),
-        need_weights: Literal[False] = False,
-        average_attn_weights: bool | None = None,
-    ) -> Tensor: ...
-
-    @overload
-    def forward(
-        self,
-        query: Tensor,
-        key: Tensor | None = None,
-        value: Tensor | None = None,
-        *,
-        attn_mask: Tensor | None = None,
-        key_padding_mask: Tensor | None = None,
-        cache: Cache | None = None,
-        position_embeddings: PositionEmbeddings | None = None,
-        ablate_heads: Iterable[int] = (),
-        need_weights: Literal[True],
-        average_attn_weights: bool | None = None,
-    ) -> AttentionOutput: ...
-
-    @overload
-    def forward(
-        self,
-        query: Tensor,
-        key: Tensor | None = None,
-        value: Tensor | None = None,
-        *,
-        attn_mask: Tensor | None = None,
-        key_padding_mask: Tensor | None = None,
-        cache: Cache | None = None,
-        position_embeddings: PositionEmbeddings | None = None,
-        ablate_heads: Iterable[int] = (),
-        need_weights: bool,
-        average_attn_weights: bool | None = None,
-    ) -> Tensor | AttentionOutput: ...
-
     def forward(
         self,
         query: Tensor,
@@ -412,7 +364,7 @@ class AttentionHeads(nn.Module):
         ablate_heads: Iterable[int] = (),
         need_weights: bool = False,
         average_attn_weights: bool | None = None,
-    ) -> Tensor | AttentionOutput:
+    ) -> AttentionOutput:
         """Attend from ``query``'s tokens to ``key``'s, mixing ``value``'s.
 
         Args:
@@ -428,14 +380,14 @@ class AttentionHeads(nn.Module):
                 (each ``(L, D)`` or ``(B, L, D)``); a layer alone computes its own.
             ablate_heads: Query heads (``0 .. H-1``) whose context vectors are zeroed
                 before the output projection.
-            need_weights: Also return the weights, as an
-                [`AttentionOutput`][attnlab.AttentionOutput] (the explicit kernel
-                computes them whatever the backend).
+            need_weights: Also compute the weights (the explicit kernel computes them
+                whatever the backend); otherwise ``attn_weights`` is ``None``.
             average_attn_weights: Average the weights over the heads; defaults to
                 ``averages_weights``.
 
         Returns:
-            The output ``(B, L, d_out)``, or ``AttentionOutput(output, attn_weights)``.
+            ``AttentionOutput(output, attn_weights)``, as ``nn.MultiheadAttention``
+            returns a pair.
         """
         key = query if key is None else key
         value = key if value is None else value
@@ -466,9 +418,7 @@ class AttentionHeads(nn.Module):
             context = context.clone()
             context[..., heads_off, :, :] = 0.0  # those heads add nothing to the output
         output = proj.out(context)  # (B, L, d_out)
-        if attn_weights is None:
-            return output
-        if average:
+        if attn_weights is not None and average:
             attn_weights = attn_weights.mean(dim=-3)  # (B, H, L, S) -> (B, L, S)
         return AttentionOutput(output, attn_weights)
 

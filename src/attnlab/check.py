@@ -140,7 +140,7 @@ def check_causal_self_attention(
             output = module(x)
             again = module(x)
             expected = _sdpa_reference(layers, x, num_heads)  # (B, T, d_out)
-            package = _package_reference(layers, num_heads)(x)  # (B, T, d_out)
+            package = _package_reference(layers, num_heads)(x).output  # (B, T, d_out)
             check = AttentionCheck(True, "", 0.0, batch, tokens, num_heads, atol)
             check = _compare(output, (expected, package), (batch, tokens, d_out), check)
             if math.isinf(check.max_diff):  # wrong shape: nothing more to compare

@@ -229,7 +229,7 @@ class _DecoderBlock(nn.Module):
         self.ff = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
 
     def forward(self, x: Tensor) -> Tensor:
-        x = x + self.attn(self.norm1(x))  # (B, T, d): tokens exchange information
+        x = x + self.attn(self.norm1(x)).output  # (B, T, d): tokens exchange information
         out: Tensor = x + self.ff(self.norm2(x))  # (B, T, d): each token on its own
         return out
 

@@ -34,13 +34,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any, Literal, overload
+from typing import Any, Literal, NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._validation import check_attention_args, check_bool, check_positive_int
+from ._validation import check_attention_args, check_positive_int
 from .flash_tiles import (
     DEFAULT_BLOCK_SIZE,
     Tile,
@@ -53,44 +53,23 @@ from .flash_tiles import (
 from .functional import compute_dtype
 from .masks import divide_rows, row_shift
 
-__all__ = ["DEFAULT_BLOCK_SIZE", "flash_attention", "flash_visited_blocks"]
+__all__ = ["DEFAULT_BLOCK_SIZE", "FlashOutput", "flash_attention", "flash_visited_blocks"]
 
 LOG2_E = math.log2(math.e)
 """``log2(e)``: ``exp(x) = 2 ** (x * log2(e))``, and ``torch.exp2`` is the faster."""
 
 
-@overload
-def flash_attention(
-    query: Tensor,
-    key: Tensor,
-    value: Tensor,
-    attn_mask: Tensor | None = ...,
-    dropout_p: float = ...,
-    is_causal: bool = ...,
-    scale: float | None = ...,
-    block_size: int | tuple[int, int] = ...,
-    return_lse: Literal[False] = ...,
-    *,
-    window: int | None = ...,
-    enable_gqa: bool = ...,
-) -> Tensor: ...
+class FlashOutput(NamedTuple):
+    """What [`flash_attention`][attnlab.flash_attention] returns: ``output, lse = ...``.
 
+    Attributes:
+        output: ``(N, ..., L, Ev)``.
+        lse: ``(N, ..., L)``, each query row's log-sum-exp of its scaled, masked scores
+            (the softmax's log-normaliser; ``-inf`` for a row with nothing to attend to).
+    """
 
-@overload
-def flash_attention(
-    query: Tensor,
-    key: Tensor,
-    value: Tensor,
-    attn_mask: Tensor | None = ...,
-    dropout_p: float = ...,
-    is_causal: bool = ...,
-    scale: float | None = ...,
-    block_size: int | tuple[int, int] = ...,
-    *,
-    return_lse: Literal[True],
-    window: int | None = ...,
-    enable_gqa: bool = ...,
-) -> tuple[Tensor, Tensor]: ...
+    output: Tensor
+    lse: Tensor
 
 
 def flash_attention(
@@ -102,11 +81,10 @@ def flash_attention(
     is_causal: bool = False,
     scale: float | None = None,
     block_size: int | tuple[int, int] = DEFAULT_BLOCK_SIZE,
-    return_lse: bool = False,
     *,
     window: int | None = None,
     enable_gqa: bool = False,
-) -> Tensor | tuple[Tensor, Tensor]:
+) -> FlashOutput:
     """Scaled dot-product attention computed block by block with an online softmax.
 
     The output equals
@@ -146,8 +124,6 @@ def flash_attention(
         block_size: Rows per block: one int for both queries and keys, or a pair
             ``(Bq, Bk)``. Sizes need not divide ``L`` or ``S``; any positive size works,
             larger than ``L`` or ``S`` included.
-        return_lse: Also return the log-sum-exp of each query row's scaled, masked
-            scores (the softmax's log-normaliser).
         window: Causal sliding window: query ``i`` sees keys ``p - window < j <= p``
             with ``p = i + S - L`` (aligned to the end, like a KV cache), exactly
             [`sliding_window_mask`][attnlab.sliding_window_mask]; key blocks
@@ -156,7 +132,7 @@ def flash_attention(
             heads at dim ``-3`` and query head ``h`` uses head ``h // (Hq // Hkv)``.
 
     Returns:
-        The attention output, or ``(output, lse)`` if ``return_lse``.
+        ``FlashOutput(output, lse)``: the log-sum-exp comes free with the output.
 
     Raises:
         TypeError: A non-tensor, a non-floating or mismatched dtype, a bad mask dtype,
@@ -173,7 +149,6 @@ def flash_attention(
     batch, group = check_attention_args(
         query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa=enable_gqa
     )
-    check_bool("return_lse", return_lse)
     block_q, block_k = check_block_size(block_size)
     if window is not None:
         check_positive_int("window", window)
@@ -195,7 +170,7 @@ def flash_attention(
         batch=batch,
         group=group,
     )
-    return (output, lse) if return_lse else output
+    return FlashOutput(output, lse)
 
 
 @dataclass(frozen=True, eq=False)

@@ -37,7 +37,7 @@ def _backward_worker(spec: dict[str, Any]) -> dict[str, Any]:
     grad_output = torch.randn(1, H, T, D)
     attend_fn: dict[str, Callable[[], torch.Tensor]] = {
         "explicit": lambda: attnlab.scaled_dot_product_attention(q, k, v, is_causal=True),
-        "flash": lambda: attnlab.flash_attention(q, k, v, is_causal=True),
+        "flash": lambda: attnlab.flash_attention(q, k, v, is_causal=True).output,
         "sdpa": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
     }
     times: dict[str, list[float]] = {key: [] for key in ("fwd_cpu", "bwd_cpu", "fwd", "bwd")}

@@ -74,14 +74,14 @@ def _decode_worker(spec: dict[str, Any]) -> dict[str, Any]:
         cached_total = {}  # tokens decoded -> CPU seconds so far
         for t in range(n):
             start = clock()
-            rows.append(layer(x[:, t : t + 1], cache=cache))  # (1, 1, d_model)
+            rows.append(layer(x[:, t : t + 1], cache=cache).output)  # (1, 1, d_model)
             elapsed += clock() - start
             cached_total[t + 1] = elapsed
 
         recompute_step, max_diff = {}, 0.0  # sampled prefix length -> CPU seconds
         for length in range(stride // 2, n + 1, stride):
             start = clock()
-            last = layer(x[:, :length])[:, -1:]  # (1, 1, d_model): the newest token's row
+            last = layer(x[:, :length]).output[:, -1:]  # (1, 1, d_model): the newest row
             recompute_step[length] = clock() - start
             max_diff = max(max_diff, float((last - rows[length - 1]).abs().max()))
 

@@ -131,7 +131,7 @@ def _time_case(case: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     with torch.no_grad():
         flash_s, sdpa_s = _time_in_turn(
             (
-                lambda: flash_attention(q, k, v, is_causal=causal, enable_gqa=gqa),
+                lambda: flash_attention(q, k, v, is_causal=causal, enable_gqa=gqa).output,
                 lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa),
             ),
             config["repeats"],
@@ -171,7 +171,7 @@ def _time_taught_case(case: dict[str, Any], config: dict[str, Any]) -> dict[str,
     q = torch.randn(1, H, T, D, generator=gen)  # (B, H, T, D)
     k, v = (torch.randn(1, case["kv_heads"], T, D, generator=gen) for _ in range(2))
     runs: tuple[Callable[[], torch.Tensor], ...] = (
-        lambda: flash_attention(q, k, v, is_causal=causal, enable_gqa=gqa),
+        lambda: flash_attention(q, k, v, is_causal=causal, enable_gqa=gqa).output,
         lambda: flash_attention_taught(q, k, v, is_causal=causal, enable_gqa=gqa),
         lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa),
     )

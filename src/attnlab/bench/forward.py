@@ -98,7 +98,7 @@ def _worker(spec: dict[str, Any]) -> dict[str, Any]:
             q, k, v = (torch.randn(1, H, T, D) for _ in range(3))  # (B, H, T, D)
             runs: dict[str, Callable[[], torch.Tensor]] = {
                 "explicit": lambda: attnlab.scaled_dot_product_attention(q, k, v, is_causal=causal),
-                "flash": lambda: attnlab.flash_attention(q, k, v, is_causal=causal),
+                "flash": lambda: attnlab.flash_attention(q, k, v, is_causal=causal).output,
                 "sdpa": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
             }
 
@@ -121,7 +121,7 @@ def _worker(spec: dict[str, Any]) -> dict[str, Any]:
                 mha = attnlab.MultiHeadAttention(
                     d, d, H, qkv_bias=False, causal=True, out_bias=False, backend=backend
                 ).eval()
-                run = lambda: mha(x)  # noqa: E731
+                run = lambda: mha(x).output  # noqa: E731
             else:
                 torch_mha = torch.nn.MultiheadAttention(d, H, bias=False, batch_first=True)
                 torch_mha.eval()

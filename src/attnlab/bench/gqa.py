@@ -56,7 +56,7 @@ def _gqa_worker(spec: dict[str, Any]) -> dict[str, Any]:
     x = torch.randn(1, 1, d)  # (B, 1, d_model): the new token
     with torch.no_grad():
         timing = measure(
-            lambda: layer(x, cache=cache),
+            lambda: layer(x, cache=cache).output,
             spec["repeats"],
             spec["budget_s"],
             clock=time.process_time,

@@ -44,8 +44,10 @@ def _window_worker(spec: dict[str, Any]) -> dict[str, Any]:
     window = None if causal else W
     with torch.no_grad():
         timing = measure(
-            lambda: attnlab.flash_attention(
-                q, k, v, is_causal=causal, block_size=WINDOW_BLOCK_SIZE, window=window
+            lambda: (
+                attnlab.flash_attention(
+                    q, k, v, is_causal=causal, block_size=WINDOW_BLOCK_SIZE, window=window
+                ).output
             ),
             spec["repeats"],
             spec["budget_s"],

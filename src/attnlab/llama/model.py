@@ -34,7 +34,7 @@ from .._validation import (
     check_vectors,
     format_shape,
 )
-from ..attention_heads import AttentionOutput, PositionEmbeddings
+from ..attention_heads import PositionEmbeddings
 from ..gqa import GroupedQueryAttention
 from ..kv_cache import Cache, KVCache
 from ..rope_scaling import RopeScaling, ScaledRotaryEmbedding
@@ -205,7 +205,7 @@ class DecoderBlock(nn.Module):
         ``attn_mask`` is combined with the causal rule (e.g. to hide padding keys);
         ``position_embeddings`` is the model's rotary ``(cos, sin)`` for these positions.
         """
-        out = self.attn(
+        attn_out, attn_weights = self.attn(
             self.attn_norm(x),
             cache=cache,
             attn_mask=attn_mask,
@@ -213,7 +213,6 @@ class DecoderBlock(nn.Module):
             ablate_heads=ablate_heads,
             need_weights=need_weights,
         )
-        attn_out, attn_weights = out if isinstance(out, AttentionOutput) else (out, None)
         x = x + attn_out  # residual: (B, T, d_model)
         x = x + self.ffn(self.ffn_norm(x))  # residual: (B, T, d_model)
         return BlockOutput(x, attn_weights)
