@@ -205,14 +205,14 @@ def test_from_v2_refuses_biases_and_other_types() -> None:
 CHECKED_CALLS = {
     "scaled_dot_product_attention": lambda: scaled_dot_product_attention(q, k, v),
     "attention_with_weights": lambda: attention_with_weights(q, k, v),
-    "flash_attention": lambda: flash_attention(q, k, v),
+    "flash_attention": lambda: flash_attention(q, k, v).output,
     "attend-explicit": lambda: attend(q, k, v, backend="explicit"),
     "attend-flash": lambda: attend(q, k, v, backend="flash"),
     "attend-gqa": lambda: attend(q.expand(4, 2, 3, 4), k[:1], v[:1], enable_gqa=True),
-    "MultiHeadAttention": lambda: MultiHeadAttention(4, 4, 2, backend="explicit")(q),
+    "MultiHeadAttention": lambda: MultiHeadAttention(4, 4, 2, backend="explicit")(q).output,
     "MultiHeadAttention-weights": lambda: MultiHeadAttention(4, 4, 2)(q, need_weights=True),
     "MultiHeadAttentionWrapper": lambda: MultiHeadAttentionWrapper(4, 4, 2)(q),
-    "GroupedQueryAttention": lambda: GroupedQueryAttention(4, 2, 1, backend="flash")(q),
+    "GroupedQueryAttention": lambda: GroupedQueryAttention(4, 2, 1, backend="flash")(q).output,
 }
 
 

@@ -37,7 +37,7 @@ SOFTMAXES = {"softmax": softmax, "softmax_naive": softmax_naive}
 PATHS: dict[str, Callable[..., Tensor]] = {
     "explicit": scaled_dot_product_attention,
     "with_weights": lambda *a, **k: attention_with_weights(*a, **k)[0],
-    "flash": flash_attention,
+    "flash": lambda *a, **k: flash_attention(*a, **k).output,
     **{
         f"attend-{b}": (lambda *a, _b=b, **k: attend(*a, backend=_b, **k))
         for b in BACKENDS
@@ -237,8 +237,8 @@ def test_modules_take_a_dropout_of_one_as_torch_modules_do() -> None:
     """``nn.MultiheadAttention(dropout=1.0)`` is valid; so is this module's, in training."""
     ours = MultiHeadAttention(8, 8, 2, dropout=1.0, qkv_bias=True).train()
     x = _randn(2, 3, 8, seed=4).float()
-    assert torch.equal(ours(x), ours.out_proj.bias.expand(2, 3, 8))  # only the bias is left
-    assert not torch.equal(ours.eval()(x), ours.out_proj.bias.expand(2, 3, 8))
+    assert torch.equal(ours(x).output, ours.out_proj.bias.expand(2, 3, 8))  # only the bias is left
+    assert not torch.equal(ours.eval()(x).output, ours.out_proj.bias.expand(2, 3, 8))
 
 
 @pytest.mark.parametrize(("L", "S"), [(0, 0), (0, 3), (3, 0)])
@@ -285,7 +285,7 @@ def test_multihead_key_padding_masks_mean_the_same_once_translated(kind: str) ->
     )
     with torch.no_grad():
         expected = theirs(x, x, x, key_padding_mask=mask_to_torch(padding))[0]
-        _same(ours(x, key_padding_mask=padding), expected)
+        _same(ours(x, key_padding_mask=padding).output, expected)
 
 
 def test_multihead_fully_padded_sequence_gives_bias_not_nan() -> None:
@@ -295,5 +295,5 @@ def test_multihead_fully_padded_sequence_gives_bias_not_nan() -> None:
     real = torch.zeros(1, 3, dtype=torch.bool)
     with torch.no_grad():
         assert theirs(x, x, x, key_padding_mask=mask_to_torch(real))[0].isnan().all()
-        output = ours(x, key_padding_mask=real)
+        output = ours(x, key_padding_mask=real).output
     _same(output, ours.out_proj.bias.expand(1, 3, 8))

@@ -93,7 +93,7 @@ def test_latent_split_widths_from_parts_equal_a_written_out_reference() -> None:
         torch.testing.assert_close(attn_weights, weights, atol=1e-5, rtol=1e-5)
         sdpa = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         torch.testing.assert_close(context, sdpa, atol=1e-5, rtol=1e-5)
-        torch.testing.assert_close(layer(x), expected, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(layer(x).output, expected, atol=1e-5, rtol=1e-5)
 
 
 def test_ablate_heads_is_an_ordinary_keyword_on_every_layer() -> None:
@@ -109,7 +109,7 @@ def test_ablate_heads_is_an_ordinary_keyword_on_every_layer() -> None:
         output_projection.register_forward_pre_hook(lambda _, args, seen=seen: seen.append(args[0]))
         with torch.no_grad():
             full = layer(x, need_weights=True, average_attn_weights=False)
-            ablated = layer(x, ablate_heads=[1, 3])
+            ablated = layer(x, ablate_heads=[1, 3]).output
         assert isinstance(ablated, Tensor)
         merged = seen[1].view(2, 5, 4, 2)  # (B, T, H, D), the ablated call
         assert merged[:, :, [1, 3]].abs().max() == 0 and merged[:, :, [0, 2]].abs().min() > 0
@@ -157,11 +157,13 @@ def test_a_models_rotary_table_equals_the_layers_own() -> None:
     x = torch.randn(2, 5, 8)
     cos, sin = layer.positions.cos_sin(torch.arange(5))  # (T, D)
     with torch.no_grad():
-        torch.testing.assert_close(layer(x, position_embeddings=(cos, sin)), layer(x))
+        torch.testing.assert_close(layer(x, position_embeddings=(cos, sin)).output, layer(x).output)
         per_row = (cos.expand(2, 5, 2), sin.expand(2, 5, 2))  # (B, T, D)
-        torch.testing.assert_close(layer(x, position_embeddings=per_row), layer(x))
+        torch.testing.assert_close(layer(x, position_embeddings=per_row).output, layer(x).output)
         spread = layer.positions.cos_sin(torch.arange(0, 10, 2))  # distances doubled: it is used
-        assert not torch.allclose(layer(x, position_embeddings=spread), layer(x), atol=1e-4)
+        assert not torch.allclose(
+            layer(x, position_embeddings=spread).output, layer(x).output, atol=1e-4
+        )
 
 
 @pytest.mark.parametrize("backend", ["torch", "explicit"])
@@ -178,7 +180,7 @@ def test_causal_multi_head_attention_decodes_through_a_cache(backend: str) -> No
         plain.load_state_dict(layer.state_dict())
         expected, _ = plain.to_torch()(x, x, x, attn_mask=future, need_weights=False)
         cache = KVCache()
-        chunks = [layer(part, cache=cache) for part in x.split([3, 1, 3], dim=1)]
+        chunks = [layer(part, cache=cache).output for part in x.split([3, 1, 3], dim=1)]
     torch.testing.assert_close(torch.cat(chunks, dim=1), expected, atol=1e-5, rtol=1e-5)
     assert len(cache) == 7
 
@@ -193,9 +195,9 @@ def test_the_parts_modules_are_the_layers_through_copies_and_reassignment() -> N
     assert twin.q_proj is twin.projections.get_submodule("q_proj")
     assert twin.q_proj is not layer.q_proj
     with torch.no_grad():
-        torch.testing.assert_close(twin(x), layer(x))
+        torch.testing.assert_close(twin(x).output, layer(x).output)
         layer.o_proj = nn.Linear(8, 8, bias=False)
         nn.init.zeros_(layer.o_proj.weight)
         assert layer.projections.get_submodule("o_proj") is layer.o_proj
-        assert not layer(x).any()  # the new, zero output projection is the one used
+        assert not layer(x).output.any()  # the new, zero output projection is the one used
     assert sorted(layer.state_dict()) == [f"{n}_proj.weight" for n in "koqv"]

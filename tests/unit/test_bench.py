@@ -290,8 +290,8 @@ def test_the_decode_benchmarks_two_decoders_agree_live() -> None:
     x = torch.randn(1, 12, 32)
     with torch.no_grad():
         cache = attnlab.KVCache()
-        steps = torch.cat([layer(x[:, t : t + 1], cache=cache) for t in range(12)], dim=1)
-        torch.testing.assert_close(steps, layer(x), atol=1e-5, rtol=1e-5)
+        steps = torch.cat([layer(x[:, t : t + 1], cache=cache).output for t in range(12)], dim=1)
+        torch.testing.assert_close(steps, layer(x).output, atol=1e-5, rtol=1e-5)
     assert results["cache_bytes"] == cache.nbytes == 2 * 2 * 12 * 8 * 4
 
 

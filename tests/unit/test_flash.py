@@ -53,9 +53,9 @@ def test_equals_explicit_and_torch_sdpa(
     q, k, v = _inputs(*shape, dtype)
     expected = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     with torch.no_grad():  # the fast path
-        fast = flash_attention(q, k, v, is_causal=causal, block_size=block_size)
+        fast = flash_attention(q, k, v, is_causal=causal, block_size=block_size).output
     q.requires_grad_(True)  # the rescaling path, the one autograd sees
-    rescaling = flash_attention(q, k, v, is_causal=causal, block_size=block_size)
+    rescaling = flash_attention(q, k, v, is_causal=causal, block_size=block_size).output
     explicit = scaled_dot_product_attention(q, k, v, is_causal=causal)
     tol = TOL[dtype]
     torch.testing.assert_close(fast, expected, atol=tol, rtol=tol)
@@ -68,7 +68,7 @@ def test_default_block_sizes_on_a_long_sequence() -> None:
     q, k, v = _inputs((1, 3), 700, 1100, 16, 16, torch.float32)
     for causal in (False, True):
         with torch.no_grad():
-            out = flash_attention(q, k, v, is_causal=causal)
+            out = flash_attention(q, k, v, is_causal=causal).output
         expected = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
 
@@ -81,7 +81,7 @@ def test_broadcast_batch_dims(batch_q: tuple[int, ...], batch_kv: tuple[int, ...
     k = torch.randn(*batch_kv, 10, 8, generator=gen)
     v = torch.randn(*batch_kv, 10, 6, generator=gen)
     expected = F.scaled_dot_product_attention(q, k, v)
-    torch.testing.assert_close(flash_attention(q, k, v, block_size=3), expected)
+    torch.testing.assert_close(flash_attention(q, k, v, block_size=3).output, expected)
 
 
 @pytest.mark.parametrize("block_size", [1, 3, (2, 5), 64])
@@ -96,7 +96,7 @@ def test_masks_match_torch(mask_kind: str, block_size: int | tuple[int, int]) ->
     else:
         mask = torch.randn(11, 13, generator=gen)
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    out = flash_attention(q, k, v, mask, block_size=block_size)
+    out = flash_attention(q, k, v, mask, block_size=block_size).output
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(
         out, scaled_dot_product_attention(q, k, v, attn_mask=mask), atol=1e-5, rtol=1e-5
@@ -110,13 +110,15 @@ def test_fully_masked_rows_give_zeros_not_nan(block_size: int) -> None:
     mask = torch.ones(6, 8, dtype=torch.bool)
     mask[1] = False  # row 2 sees nothing
     mask[4, :5] = False  # row 5 sees only the last keys: masked in the first blocks
-    out, lse = flash_attention(q, k, v, mask, block_size=block_size, return_lse=True)
+    out, lse = flash_attention(q, k, v, mask, block_size=block_size)
     assert not torch.isnan(out).any()
     assert torch.equal(out[:, 1], torch.zeros(2, 4))
     assert torch.isneginf(lse[:, 1]).all()
     torch.testing.assert_close(out, scaled_dot_product_attention(q, k, v, mask))
     float_mask = torch.zeros(6, 8).masked_fill(~mask, float("-inf"))
-    torch.testing.assert_close(flash_attention(q, k, v, float_mask, block_size=block_size), out)
+    torch.testing.assert_close(
+        flash_attention(q, k, v, float_mask, block_size=block_size).output, out
+    )
 
 
 @pytest.mark.parametrize("magnitude", [50.0, 1e3, 1e4])
@@ -128,8 +130,8 @@ def test_large_magnitude_scores_do_not_overflow(magnitude: float, causal: bool) 
     k[..., -3:, :] *= 4  # the largest scores sit in the last key block
     expected = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     with torch.no_grad():
-        fast = flash_attention(q, k, v, is_causal=causal, block_size=5)
-    rescaling = flash_attention(q, k, v, attn_mask=None, is_causal=causal, block_size=5)
+        fast = flash_attention(q, k, v, is_causal=causal, block_size=5).output
+    rescaling = flash_attention(q, k, v, attn_mask=None, is_causal=causal, block_size=5).output
     assert torch.isfinite(fast).all()
     torch.testing.assert_close(fast, expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(rescaling, expected, atol=1e-5, rtol=1e-5)
@@ -138,7 +140,7 @@ def test_large_magnitude_scores_do_not_overflow(magnitude: float, causal: bool) 
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("block_size", [1, (3, 5), 100])
 def test_log_sum_exp_matches_torch(causal: bool, block_size: int | tuple[int, int]) -> None:
-    """return_lse gives torch.logsumexp of each row's scaled, masked scores."""
+    """The lse is torch.logsumexp of each row's scaled, masked scores."""
     q, k, v = _inputs((2, 3), 9, 12, 8, 8, torch.float64, seed=6)
     scores = q @ k.transpose(-2, -1) / 8**0.5
     if causal:
@@ -152,7 +154,6 @@ def test_log_sum_exp_matches_torch(causal: bool, block_size: int | tuple[int, in
                 v,
                 is_causal=causal,
                 block_size=block_size,
-                return_lse=True,
             )
         assert lse.shape == (2, 3, 9)
         torch.testing.assert_close(lse.detach(), expected)
@@ -165,15 +166,15 @@ def test_custom_scale_and_dropout_zero() -> None:
     """A custom scale is used as given; dropout_p=0 changes nothing."""
     q, k, v = _inputs((2,), 7, 9, 4, 4, torch.float32, seed=7)
     expected = F.scaled_dot_product_attention(q, k, v, scale=0.3)
-    torch.testing.assert_close(flash_attention(q, k, v, scale=0.3, block_size=2), expected)
-    torch.testing.assert_close(flash_attention(q, k, v, None, 0.0, scale=0.3), expected)
+    torch.testing.assert_close(flash_attention(q, k, v, scale=0.3, block_size=2).output, expected)
+    torch.testing.assert_close(flash_attention(q, k, v, None, 0.0, scale=0.3).output, expected)
 
 
 def test_dropout_drops_weights_not_the_normaliser() -> None:
     """With dropout, the output is the dropped, rescaled weights times the values."""
     q, k, v = _inputs((3,), 5, 5, 4, 4, torch.float64, seed=8)
     torch.manual_seed(0)
-    out = flash_attention(q, k, v, dropout_p=0.5, block_size=100)  # one block: one draw
+    out = flash_attention(q, k, v, dropout_p=0.5, block_size=100).output  # one block: one draw
     torch.manual_seed(0)
     weights = torch.softmax(q @ k.transpose(-2, -1) / 2.0, dim=-1)
     expected = F.dropout(weights, p=0.5, training=True) @ v
@@ -192,7 +193,7 @@ def test_gradients_match_torch(causal: bool, block_size: int | tuple[int, int]) 
     for fn in (flash_attention, F.scaled_dot_product_attention):
         leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
         if fn is flash_attention:
-            out = flash_attention(*leaves, is_causal=causal, block_size=block_size)
+            out = flash_attention(*leaves, is_causal=causal, block_size=block_size).output
         else:
             out = F.scaled_dot_product_attention(*leaves, is_causal=causal)
         out.backward(grad_out)
@@ -207,7 +208,7 @@ def test_gradients_with_a_mask_and_a_fully_masked_row() -> None:
     mask = torch.ones(6, 6, dtype=torch.bool).tril()
     mask[2] = False
     grads = []
-    for fn in (flash_attention, scaled_dot_product_attention):
+    for fn in (lambda *a: flash_attention(*a).output, scaled_dot_product_attention):
         leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
         fn(*leaves, mask).sum().backward()  # type: ignore[operator]
         grads.append([leaf.grad for leaf in leaves])
@@ -222,7 +223,7 @@ def test_causal_skips_future_blocks() -> None:
     k_poisoned, v_poisoned = k.clone(), v.clone()
     k_poisoned[:, 4:] = float("nan")  # only queries 5..8 may see keys 5..8
     v_poisoned[:, 4:] = float("nan")
-    out = flash_attention(q, k_poisoned, v_poisoned, is_causal=True, block_size=4)
+    out = flash_attention(q, k_poisoned, v_poisoned, is_causal=True, block_size=4).output
     expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     torch.testing.assert_close(out[:, :4], expected[:, :4])
     assert torch.isnan(out[:, 4:]).all()
@@ -231,9 +232,9 @@ def test_causal_skips_future_blocks() -> None:
 def test_empty_sequences_give_empty_or_zero_outputs() -> None:
     """L = 0 gives an empty output; S = 0 (nothing to attend to) gives zeros."""
     q, k, v = _inputs((2,), 0, 5, 4, 3, torch.float32)
-    assert flash_attention(q, k, v).shape == (2, 0, 3)
+    assert flash_attention(q, k, v).output.shape == (2, 0, 3)
     q, k, v = _inputs((2,), 4, 0, 4, 3, torch.float32)
-    assert torch.equal(flash_attention(q, k, v), torch.zeros(2, 4, 3))
+    assert torch.equal(flash_attention(q, k, v).output, torch.zeros(2, 4, 3))
 
 
 def test_flash_backend_in_attend_and_modules() -> None:
@@ -254,9 +255,9 @@ def test_flash_backend_in_attend_and_modules() -> None:
     torch.manual_seed(0)
     mha = attnlab.MultiHeadAttention(16, 16, 4, causal=True, backend="flash").eval()
     with torch.no_grad():
-        flash_out = mha(torch.rand(2, 10, 16, generator=torch.Generator().manual_seed(1)))
+        flash_out = mha(torch.rand(2, 10, 16, generator=torch.Generator().manual_seed(1))).output
         mha.backend = "torch"
-        torch_out = mha(torch.rand(2, 10, 16, generator=torch.Generator().manual_seed(1)))
+        torch_out = mha(torch.rand(2, 10, 16, generator=torch.Generator().manual_seed(1))).output
     torch.testing.assert_close(flash_out, torch_out)
 
 
@@ -277,7 +278,7 @@ def test_flash_window_equals_masked_and_torch(
     q, k, v = (torch.randn(2, 3, n, 8, generator=gen) for n in (L, S, S))
     mask = sliding_window_mask(L, S, window)
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).nan_to_num(0.0)
-    ours = flash_attention(q, k, v, window=window, block_size=block)
+    ours = flash_attention(q, k, v, window=window, block_size=block).output
     torch.testing.assert_close(ours, expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(ours, scaled_dot_product_attention(q, k, v, mask))
 
@@ -311,7 +312,9 @@ def test_fast_path_scores_a_whole_group_per_tile(causal: bool, group: int) -> No
     block = (8, 16)
     counter = _CountTileOps()
     with torch.no_grad(), counter:
-        out = flash_attention(q, k, v, is_causal=causal, block_size=block, enable_gqa=group > 1)
+        out = flash_attention(
+            q, k, v, is_causal=causal, block_size=block, enable_gqa=group > 1
+        ).output
     tiles = len(flash_visited_blocks(L, S, block, is_causal=causal))
     assert counter.matmuls == 2 * tiles + 1
     assert counter.exponentials == tiles
@@ -335,7 +338,7 @@ def test_grouped_query_masks_and_gradients_equal_sdpa(causal: bool) -> None:
         leaves = [t.clone().requires_grad_(grad) for t in (q, k, v)]
         out = flash_attention(
             *leaves, attn_mask=mask, is_causal=causal, block_size=(3, 4), enable_gqa=True
-        )
+        ).output
         torch.testing.assert_close(out, expected, atol=1e-10, rtol=1e-10)
 
 

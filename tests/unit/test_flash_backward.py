@@ -65,7 +65,9 @@ def test_gradients_equal_sdpa(
     for mask, causal in cases:
         if mask is not None and mask.is_floating_point():
             mask = mask.to(dtype)
-        got = flash_attention(*inputs, attn_mask=mask, is_causal=causal, block_size=block_size)
+        got = flash_attention(
+            *inputs, attn_mask=mask, is_causal=causal, block_size=block_size
+        ).output
         assert _autograd_nodes(got) & {"_FlashAttentionFunctionBackward"}
         want = F.scaled_dot_product_attention(*inputs, attn_mask=mask, is_causal=causal)
         for g, w in zip(_grads(got, inputs), _grads(want, inputs), strict=True):
@@ -77,7 +79,7 @@ def test_gradcheck_output_and_lse(causal: bool) -> None:
     inputs = _inputs((2, 5, 3), 5, torch.float64)
 
     def both(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        return flash_attention(q, k, v, is_causal=causal, block_size=2, return_lse=True)
+        return flash_attention(q, k, v, is_causal=causal, block_size=2)
 
     assert torch.autograd.gradcheck(both, inputs)
 
@@ -86,7 +88,7 @@ def test_fully_masked_rows_have_finite_zero_gradients() -> None:
     q, k, v = _inputs((1, 6, 4), 5, torch.float64)
     mask = torch.ones(6, 5, dtype=torch.bool)
     mask[2] = False  # row 2 attends to nothing: output zeros, gradient zeros
-    output = flash_attention(q, k, v, attn_mask=mask, block_size=(4, 2))
+    output = flash_attention(q, k, v, attn_mask=mask, block_size=(4, 2)).output
     grad_q, grad_k, grad_v = _grads(output, (q, k, v))
     assert all(torch.isfinite(g).all() for g in (grad_q, grad_k, grad_v))
     assert grad_q[:, 2].abs().max() == 0
@@ -110,7 +112,7 @@ def test_window_gradients_equal_sdpa(
 ) -> None:
     """Window blocks: some partly hidden, some entirely inside every row's window."""
     inputs = _inputs((2, 3, L, 8), S, torch.float64)
-    got = flash_attention(*inputs, window=window, block_size=block_size)
+    got = flash_attention(*inputs, window=window, block_size=block_size).output
     assert _autograd_nodes(got) & {"_FlashAttentionFunctionBackward"}
     mask = sliding_window_mask(L, S, window)
     keep = mask.any(dim=-1)  # SDPA gives NaN on rows with no key at all; flash gives 0
@@ -148,7 +150,7 @@ def test_flash_gqa_backward_equals_sdpa_without_repeating_keys(
     ):
         ours = flash_attention(
             q, k, v, is_causal=window is None, block_size=(2, 3), window=window, enable_gqa=True
-        )
+        ).output
     mask = None if window is None else sliding_window_mask(L, S, window)  # end-aligned
     theirs = F.scaled_dot_product_attention(
         q, k, v, attn_mask=mask, is_causal=window is None, enable_gqa=True
@@ -232,7 +234,7 @@ def test_key_outer_order_equals_sdpa_and_query_order(
             block_size=block_size,
             enable_gqa=gqa,
             **kwargs,  # type: ignore[arg-type]
-        )
+        ).output
         got[order] = torch.autograd.grad(out, (q, k, v), grad_output)
     for a, b, c in zip(got["key"], got["query"], expected, strict=True):
         assert torch.allclose(a, c, atol=1e-10)

@@ -35,9 +35,9 @@ def test_from_hf_equals_llama_attention(implementation: str, heads: int, kv_head
         expected = _hf_forward(attn, x, pass_mask=implementation == "eager")
         for backend in ("torch", "explicit", "flash"):
             ours.backend = backend  # type: ignore[assignment]
-            torch.testing.assert_close(ours(x), expected, atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(ours(x).output, expected, atol=1e-5, rtol=1e-5)
             cache = KVCache()
-            chunks = [ours(part, cache=cache) for part in x.split([3, 1, 3], dim=1)]
+            chunks = [ours(part, cache=cache).output for part in x.split([3, 1, 3], dim=1)]
             torch.testing.assert_close(torch.cat(chunks, dim=1), expected, atol=1e-5, rtol=1e-5)
 
 
@@ -49,10 +49,10 @@ def test_window_module_flash_equals_explicit_and_the_window_matters() -> None:
     with torch.no_grad():
         explicit = GroupedQueryAttention(16, num_heads=2, window=3, backend="explicit")
         explicit.load_state_dict(module.state_dict())
-        torch.testing.assert_close(module(x), explicit(x))
+        torch.testing.assert_close(module(x).output, explicit(x).output)
         unwindowed = GroupedQueryAttention(16, num_heads=2)
         unwindowed.load_state_dict(module.state_dict())
-        assert not torch.allclose(module(x)[5:], unwindowed(x)[5:])
+        assert not torch.allclose(module(x).output[5:], unwindowed(x).output[5:])
 
 
 @pytest.mark.parametrize(("window", "S", "masked"), [(None, 6, False), (6, 6, False), (3, 6, True)])
@@ -68,8 +68,8 @@ def test_one_new_token_needs_a_mask_only_when_a_window_hides_keys(
     cache = KVCache()
     with torch.no_grad():
         layer(x[:, :-1], cache=cache)
-        last = layer(x[:, -1:], cache=cache)  # (1, 1, 16): one step through the cache
-        torch.testing.assert_close(last, layer(x)[:, -1:])  # the full forward's last row
+        last = layer(x[:, -1:], cache=cache).output  # (1, 1, 16): one step through the cache
+        torch.testing.assert_close(last, layer(x).output[:, -1:])  # the full forward's last row
 
 
 @pytest.mark.xdist_group(HF_GROUP)
@@ -88,7 +88,7 @@ def test_attn_mask_hides_padding_keys_as_transformers_does(backend: str) -> None
     hf_mask = torch.zeros(allowed.shape).masked_fill(~allowed, torch.finfo(x.dtype).min)
     with torch.no_grad():
         expected, _ = attn(x, position_embeddings=(cos, sin), attention_mask=hf_mask)
-        output = ours(x, attn_mask=real[:, None, None, :])  # (B, 1, 1, S): padding keys
+        output = ours(x, attn_mask=real[:, None, None, :]).output  # (B, 1, 1, S): padding keys
     torch.testing.assert_close(output[real], expected[real], atol=1e-5, rtol=1e-5)
 
 
@@ -102,12 +102,12 @@ def test_attn_mask_is_checked_and_combines_with_the_cache() -> None:
     hide = torch.ones(2, 1, 1, 6, dtype=torch.bool)
     hide[:, ..., 1] = False  # key 1 hidden from every query
     with torch.no_grad():
-        full = layer(x, attn_mask=hide)
+        full = layer(x, attn_mask=hide).output
         cache = KVCache()
         layer(x[:, :4], cache=cache, attn_mask=hide[..., :4])
-        step = layer(x[:, 4:], cache=cache, attn_mask=hide)  # 2 new queries over 6 keys
+        step = layer(x[:, 4:], cache=cache, attn_mask=hide).output  # 2 new queries over 6 keys
     torch.testing.assert_close(step, full[:, 4:])
-    assert not torch.allclose(full[:, 2:], layer(x)[:, 2:])  # the mask changed something
+    assert not torch.allclose(full[:, 2:], layer(x).output[:, 2:])  # the mask changed something
 
 
 def band_mask(T: int, window: int) -> torch.Tensor:
@@ -139,8 +139,8 @@ def test_window_equals_llama_attention_under_a_band_mask(backend: str, window: i
     hf_mask = torch.zeros(T, T).masked_fill(~allowed, torch.finfo(x.dtype).min)[None, None]
     with torch.no_grad():
         expected, _ = attn(x, position_embeddings=(cos, sin), attention_mask=hf_mask)
-        torch.testing.assert_close(ours(x), expected, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(ours(x).output, expected, atol=1e-5, rtol=1e-5)
         cache = KVCache()
-        steps = [ours(x[:, :2], cache=cache)]  # the first two tokens, then 8 steps past W
-        steps += [ours(x[:, t : t + 1], cache=cache) for t in range(2, T)]
+        steps = [ours(x[:, :2], cache=cache).output]  # the first two tokens, then 8 steps past W
+        steps += [ours(x[:, t : t + 1], cache=cache).output for t in range(2, T)]
     torch.testing.assert_close(torch.cat(steps, dim=1), expected, atol=1e-5, rtol=1e-5)

@@ -173,7 +173,7 @@ def test_outputs_and_gradients_equal_pytorch(cfg: Config, mask_kind: str) -> Non
             nn.Transformer.generate_square_subsequent_mask(L),
         )
 
-    out_ours = ours(query, key, value, **our_kwargs)
+    out_ours = ours(query, key, value, **our_kwargs).output
     assert isinstance(out_ours, Tensor)
     out_theirs, _ = run_torch(theirs, query, key, value, need_weights=False, **their_kwargs)
     tol = TOL[cfg.dtype]
@@ -222,7 +222,7 @@ def test_from_torch_to_torch_round_trip(cfg: Config) -> None:
     out_back, _ = run_torch(back, query, key, value)
     out_orig, _ = run_torch(original, query, key, value)
     assert torch.equal(out_back, out_orig)
-    torch.testing.assert_close(ours(query, key, value), out_orig, **TOL[cfg.dtype])
+    torch.testing.assert_close(ours(query, key, value).output, out_orig, **TOL[cfg.dtype])
 
 
 @SETTINGS
@@ -236,7 +236,7 @@ def test_to_torch_from_torch_round_trip(cfg: Config, qkv_bias: bool, out_bias: b
         cfg.num_heads,
         qkv_bias=qkv_bias,
         kdim=cfg.kdim,
-        vdim=cfg.vdim,
+        vdim=cfg.vdim or (cfg.kdim and cfg.embed_dim),  # make_inputs: PyTorch's default
         out_bias=out_bias,
     ).to(cfg.dtype)
     theirs = ours.to_torch(batch_first=cfg.batch_first)
@@ -246,9 +246,9 @@ def test_to_torch_from_torch_round_trip(cfg: Config, qkv_bias: bool, out_bias: b
     assert again.torch_batch_first == cfg.batch_first
     assert again.to_torch().batch_first == cfg.batch_first
     query, key, value = make_inputs(cfg)
-    expected = ours(query, key, value)
+    expected = ours(query, key, value).output
     torch.testing.assert_close(run_torch(theirs, query, key, value)[0], expected, **TOL[cfg.dtype])
-    torch.testing.assert_close(again(query, key, value), expected, **TOL[cfg.dtype])
+    torch.testing.assert_close(again(query, key, value).output, expected, **TOL[cfg.dtype])
 
 
 def test_batch_first_false_layout() -> None:
@@ -258,7 +258,9 @@ def test_batch_first_false_layout() -> None:
     ours = MultiHeadAttention.from_torch(theirs)
     x = torch.randn(5, 2, 12)  # (L, B, E), PyTorch's default layout
     expected, _ = theirs(x, x, x)
-    torch.testing.assert_close(ours(x.transpose(0, 1)).transpose(0, 1), expected, atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        ours(x.transpose(0, 1)).output.transpose(0, 1), expected, atol=1e-6, rtol=0
+    )
 
 
 def test_unbatched_input_equals_pytorch() -> None:
@@ -268,7 +270,7 @@ def test_unbatched_input_equals_pytorch() -> None:
     ours = MultiHeadAttention.from_torch(theirs)
     query, context = torch.randn(6, 8), torch.randn(4, 3)
     expected, _ = theirs(query, context, context)
-    torch.testing.assert_close(ours(query, context), expected, atol=1e-6, rtol=0)
+    torch.testing.assert_close(ours(query, context).output, expected, atol=1e-6, rtol=0)
 
 
 def test_cross_attention_module_equals_pytorch_with_kdim_vdim() -> None:
@@ -281,7 +283,7 @@ def test_cross_attention_module_equals_pytorch_with_kdim_vdim() -> None:
     cross.load_state_dict(ours.state_dict())
     x, context = torch.randn(2, 6, 16), torch.randn(2, 8, 10)
     expected, _ = theirs_cross(x, context, context)
-    torch.testing.assert_close(cross(x, context), expected, atol=1e-6, rtol=0)
+    torch.testing.assert_close(cross(x, context).output, expected, atol=1e-6, rtol=0)
     assert theirs._qkv_same_embed_dim and not theirs_cross._qkv_same_embed_dim
 
 
@@ -293,7 +295,7 @@ def test_fully_masked_row_gives_zeros_where_pytorch_gives_nan() -> None:
     x = torch.randn(1, 3, 6)
     allowed = torch.tensor([[True, True, True], [False, False, False], [True, False, True]])
     out_theirs, _ = theirs(x, x, x, attn_mask=mask_to_torch(allowed))
-    out_ours = ours(x, attn_mask=allowed)
+    out_ours = ours(x, attn_mask=allowed).output
     assert torch.isnan(out_theirs[0, 1]).all()
     torch.testing.assert_close(out_ours[0, 1], ours.out_proj.bias, atol=1e-7, rtol=0)
     torch.testing.assert_close(out_ours[0, [0, 2]], out_theirs[0, [0, 2]], atol=1e-6, rtol=0)

@@ -20,8 +20,10 @@ def test_chunked_decoding_equals_full_forward(sizes: list[int], window: int | No
     x = torch.randn(2, sum(sizes), 16)
     cache = KVCache()
     with torch.no_grad():
-        full = module(x)
-        chunks = torch.cat([module(part, cache=cache) for part in x.split(sizes, dim=1)], dim=1)
+        full = module(x).output
+        chunks = torch.cat(
+            [module(part, cache=cache).output for part in x.split(sizes, dim=1)], dim=1
+        )
     torch.testing.assert_close(chunks, full, atol=1e-5, rtol=1e-5)
     assert len(cache) == sum(sizes)
     assert cache.nbytes == 2 * 2 * 2 * sum(sizes) * 4 * 4  # keys + values, B, Hkv, T, D, fp32
@@ -42,7 +44,7 @@ def test_cached_decoding_equals_hf_dynamic_cache(heads: int, kv_heads: int) -> N
             cos_sin = attn.rotary(x, torch.arange(start, end)[None])
             expected, _ = attn(x[:, start:end], position_embeddings=cos_sin, cache=hf_cache)
             torch.testing.assert_close(
-                ours(x[:, start:end], cache=cache), expected, atol=1e-5, rtol=1e-5
+                ours(x[:, start:end], cache=cache).output, expected, atol=1e-5, rtol=1e-5
             )
     torch.testing.assert_close(cache.keys, hf_cache.layers[0].keys)
     torch.testing.assert_close(cache.values, hf_cache.layers[0].values)

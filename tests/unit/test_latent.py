@@ -71,9 +71,9 @@ def test_from_hf_equals_deepseek_v3_attention(
     x = torch.randn(2, 7, 32)
     with torch.no_grad():
         expected, _ = attn(x, rotary(x, torch.arange(7)[None]), causal(7))
-        torch.testing.assert_close(ours(x), expected, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(ours(x).output, expected, atol=1e-5, rtol=1e-5)
         ours.absorb = True
-        torch.testing.assert_close(ours(x), expected, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(ours(x).output, expected, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.xdist_group(HF_GROUP)
@@ -95,7 +95,7 @@ def test_cached_decoding_equals_deepseeks_cache(
             table = rotary(x, torch.arange(start, end)[None])
             mask = causal(end - start, start)
             expected, _ = attn(x[:, start:end], table, mask, cache=hf_cache)
-            got = ours(x[:, start:end], cache=cache)
+            got = ours(x[:, start:end], cache=cache).output
             torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
     assert len(cache) == 8
     assert cache.latent is not None and cache.latent.shape == (2, 1, 8, 16)
@@ -122,7 +122,7 @@ def test_padding_masks_equal_deepseeks(backend: str) -> None:
         expected, _ = attn(x, rotary(x, torch.arange(7)[None]), hf_mask)
         for absorb in (False, True):
             ours.absorb = absorb
-            got = ours(x, attn_mask=real[:, None, None, :], key_padding_mask=None)
+            got = ours(x, attn_mask=real[:, None, None, :], key_padding_mask=None).output
             torch.testing.assert_close(got[real], expected[real], atol=1e-5, rtol=1e-5)
             weights = ours(x, attn_mask=real[:, None, None, :], need_weights=True).attn_weights
             assert weights.shape == (2, 4, 7, 7) and not weights[~allowed.expand(2, 4, 7, 7)].any()
@@ -147,16 +147,16 @@ def test_absorbed_decoding_equals_naive(
     absorbed.absorb = True
     x = torch.randn(batch, sum(chunks), 24)
     with torch.no_grad():
-        full = naive(x)
-        torch.testing.assert_close(absorbed(x), full, atol=1e-5, rtol=1e-5)
+        full = naive(x).output
+        torch.testing.assert_close(absorbed(x).output, full, atol=1e-5, rtol=1e-5)
         a, b = naive(x[0], need_weights=True), absorbed(x[0], need_weights=True)
         torch.testing.assert_close(b.output, a.output, atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(b.attn_weights, a.attn_weights, atol=1e-5, rtol=1e-5)
-        off = naive(x, ablate_heads=[0]), absorbed(x, ablate_heads=[0])
+        off = naive(x, ablate_heads=[0]).output, absorbed(x, ablate_heads=[0]).output
         torch.testing.assert_close(off[1], off[0], atol=1e-5, rtol=1e-5)
         for layer in (naive, absorbed):
             cache = LatentCache()
-            steps = [layer(part, cache=cache) for part in x.split(chunks, dim=1)]
+            steps = [layer(part, cache=cache).output for part in x.split(chunks, dim=1)]
             torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
 
 

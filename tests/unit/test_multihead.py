@@ -9,7 +9,6 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import HYPOTHESIS_SETTINGS, MODULE_BACKENDS
-from torch import Tensor
 
 from attnlab import (
     CausalAttention,
@@ -20,11 +19,6 @@ from attnlab import (
 
 SETTINGS = settings(**HYPOTHESIS_SETTINGS)
 BACKENDS = MODULE_BACKENDS
-
-
-def as_tensor(result: Tensor | tuple[Tensor, Tensor]) -> Tensor:
-    assert isinstance(result, Tensor)
-    return result
 
 
 @SETTINGS
@@ -70,7 +64,7 @@ def test_wrapper_equals_fused_module_after_weight_copy(
     real = torch.rand(batch, T) > 0.3 if padded else None
     tol = 1e-6 if dtype == torch.float32 else 1e-12
     torch.testing.assert_close(
-        as_tensor(fused(x, key_padding_mask=real)), wrapper(x, real), atol=tol, rtol=tol
+        fused(x, key_padding_mask=real).output, wrapper(x, real), atol=tol, rtol=tol
     )
 
 
@@ -117,7 +111,7 @@ def test_split_heads_equal_per_head_attention(
         weights = torch.nan_to_num(torch.softmax(scores, dim=-1))
         heads.append(weights @ values[..., cols])
     expected = module.out_proj(torch.cat(heads, dim=-1))
-    torch.testing.assert_close(as_tensor(module(x, context, value_in)), expected, atol=1e-6, rtol=0)
+    torch.testing.assert_close(module(x, context, value_in).output, expected, atol=1e-6, rtol=0)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -129,7 +123,7 @@ def test_backends_agree_with_masks(backend: str) -> None:
     real = torch.tensor([[True] * 5, [True, True, False, True, False], [True] * 3 + [False] * 2])
     allowed = torch.rand(3, 2, 5, 5) > 0.3
     allowed[..., 0] = True
-    out = as_tensor(module(x, attn_mask=allowed, key_padding_mask=real))
+    out = module(x, attn_mask=allowed, key_padding_mask=real).output
     out_weights, _ = module(x, attn_mask=allowed, key_padding_mask=real, need_weights=True)
     with torch.no_grad():
         q, k, v = (  # (3, 5, 8) -> (3, 2, 5, 4) each
@@ -169,7 +163,7 @@ def test_causal_future_tokens_never_change_earlier_outputs(
     x = torch.randn(2, T, 4)
     changed = x.clone()
     changed[:, t] += 1.0 + torch.rand(2, 4)
-    before, after = as_tensor(module(x)), as_tensor(module(changed))
+    before, after = module(x).output, module(changed).output
     assert torch.equal(before[:, :t], after[:, :t])
     assert not torch.allclose(before[:, t:], after[:, t:])
 
@@ -181,9 +175,11 @@ def test_unbatched_equals_batch_of_one() -> None:
     x, context = torch.randn(3, 4), torch.randn(7, 5)
     real = torch.tensor([True, True, False, True, True, False, True])
     allowed = torch.rand(3, 3, 7) > 0.2
-    out = module(x, context, attn_mask=allowed, key_padding_mask=real)
-    out_batched = module(x[None], context[None], attn_mask=allowed, key_padding_mask=real[None])
-    torch.testing.assert_close(as_tensor(out), as_tensor(out_batched)[0], atol=1e-7, rtol=0)
+    out = module(x, context, attn_mask=allowed, key_padding_mask=real).output
+    out_batched = module(
+        x[None], context[None], attn_mask=allowed, key_padding_mask=real[None]
+    ).output
+    torch.testing.assert_close(out, out_batched[0], atol=1e-7, rtol=0)
 
 
 def test_cross_attention_shapes_and_equality_with_multihead() -> None:
@@ -196,7 +192,7 @@ def test_cross_attention_shapes_and_equality_with_multihead() -> None:
     out, weights = cross(x, context, need_weights=True)
     assert out.shape == (2, 6, 8) and weights.shape == (2, 6, 8)
     assert not cross.causal
-    torch.testing.assert_close(out, as_tensor(mha(x, context, context)), atol=1e-7, rtol=0)
+    torch.testing.assert_close(out, mha(x, context, context).output, atol=1e-7, rtol=0)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -208,13 +204,13 @@ def test_dropout_only_in_training(backend: str) -> None:
     reference.load_state_dict(module.state_dict())
     x = torch.randn(2, 7, 4)
     module.eval()
-    torch.testing.assert_close(as_tensor(module(x)), as_tensor(reference(x)), atol=0, rtol=0)
+    torch.testing.assert_close(module(x).output, reference(x).output, atol=0, rtol=0)
     module.train()
     torch.manual_seed(0)
-    first = as_tensor(module(x))
+    first = module(x).output
     torch.manual_seed(0)
-    assert torch.equal(first, as_tensor(module(x)))
-    assert not torch.allclose(first, as_tensor(reference(x)))
+    assert torch.equal(first, module(x).output)
+    assert not torch.allclose(first, reference(x).output)
 
 
 def test_wrapper_dropout_only_in_training() -> None:
@@ -224,7 +220,7 @@ def test_wrapper_dropout_only_in_training() -> None:
     x = torch.randn(2, 6, 4)
     wrapper.eval()
     evaluated = wrapper(x)
-    torch.testing.assert_close(evaluated, as_tensor(MultiHeadAttention.from_wrapper(wrapper)(x)))
+    torch.testing.assert_close(evaluated, MultiHeadAttention.from_wrapper(wrapper)(x).output)
     wrapper.train()
     assert not torch.allclose(wrapper(x), evaluated)
 

@@ -88,9 +88,9 @@ def test_alibi_in_multi_head_attention_equals_the_written_out_bias(H: int) -> No
         q, k, v = (heads(w(x), H) for w in (layer.W_query, layer.W_key, layer.W_value))
         context = written_out(q, k, v, H, causal=True)
         expected = layer.out_proj(context.permute(0, 2, 1, 3).reshape(2, 6, 2 * H))
-        torch.testing.assert_close(layer(x), expected, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(layer(x).output, expected, atol=1e-5, rtol=1e-5)
         cache = KVCache()
-        chunks = torch.cat([layer(part, cache=cache) for part in x.split([4, 1, 1], 1)], 1)
+        chunks = torch.cat([layer(part, cache=cache).output for part in x.split([4, 1, 1], 1)], 1)
         torch.testing.assert_close(chunks, expected, atol=1e-5, rtol=1e-5)
 
 
@@ -116,15 +116,15 @@ def test_alibi_in_grouped_query_attention_equals_the_written_out_bias(
         )
         context = written_out(q, k, v, H, causal=True)
         expected = layer.o_proj(context.permute(0, 2, 1, 3).reshape(2, 7, 4 * H))
-        torch.testing.assert_close(layer(x), expected, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(layer(x).output, expected, atol=1e-5, rtol=1e-5)
         weights = layer(x, need_weights=True).attn_weights  # (B, H, T, T)
         assert torch.allclose(weights.sum(-1), torch.ones(2, H, 7))
         cache = KVCache()
-        chunks = torch.cat([layer(part, cache=cache) for part in x.split([3, 1, 3], 1)], 1)
+        chunks = torch.cat([layer(part, cache=cache).output for part in x.split([3, 1, 3], 1)], 1)
         torch.testing.assert_close(chunks, expected, atol=1e-5, rtol=1e-5)
         rotary = GroupedQueryAttention(4 * H, H, Hkv).eval()  # the same weights, rotary
         rotary.load_state_dict(layer.state_dict())
-        assert not torch.allclose(rotary(x), expected, atol=1e-3)
+        assert not torch.allclose(rotary(x).output, expected, atol=1e-3)
 
 
 def test_alibi_without_a_causal_mask_penalises_both_ways() -> None:
@@ -136,5 +136,5 @@ def test_alibi_without_a_causal_mask_penalises_both_ways() -> None:
         expected = layer.out_proj(
             written_out(q, k, v, 4, causal=False).permute(0, 2, 1, 3).reshape(1, 5, 8)
         )
-        torch.testing.assert_close(layer(x), expected, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(layer(x).output, expected, atol=1e-5, rtol=1e-5)
     assert repr(ALiBi(4)) == "ALiBi(num_heads=4)"

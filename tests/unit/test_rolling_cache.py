@@ -26,12 +26,12 @@ def test_rolling_buffer_equals_the_full_windowed_forward(
     layer = GroupedQueryAttention(16, 4, 2, rope_theta=100.0, window=window).eval()
     x = torch.randn(2, sum(chunks), 16)
     with torch.no_grad():
-        whole = layer(x)
+        whole = layer(x).output
         rolling, full = RollingKVCache(buffer), KVCache()
         parts, sizes = [], []
         for part in x.split(chunks, dim=1):
-            parts.append(layer(part, cache=rolling))
-            torch.testing.assert_close(parts[-1], layer(part, cache=full))
+            parts.append(layer(part, cache=rolling).output)
+            torch.testing.assert_close(parts[-1], layer(part, cache=full).output)
             sizes.append(rolling.nbytes)
     torch.testing.assert_close(torch.cat(parts, dim=1), whole)
     assert len(rolling) == len(full) == sum(chunks)
