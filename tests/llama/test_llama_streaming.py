@@ -124,8 +124,7 @@ def test_head_direct_logits_equal_the_layer_with_every_other_head_off() -> None:
             hook.remove()
     others = [h for h in range(TINY.num_heads) if h != head]
     with torch.no_grad():
-        result = model.layers[layer].attn(seen["attn_input"], ablate_heads=others)
-    only = result if isinstance(result, torch.Tensor) else result[0]  # (B, T, d_model)
+        only, _ = model.layers[layer].attn(seen["attn_input"], ablate_heads=others)  # (B, T, d)
     final = seen["final"]
     scale = model.norm.weight / final.pow(2).mean(-1, keepdim=True).add(model.norm.eps).sqrt()
     want = (only * scale) @ model.embed.weight.T  # (B, T, V)
