@@ -142,7 +142,7 @@ def test_ablation_zeroes_exactly_the_chosen_heads() -> None:
     attn = model.layers[4].attn
     assert isinstance(attn, GroupedQueryAttention)
     x = torch.randn(1, 3, 576, generator=torch.Generator().manual_seed(0))
-    out = attn(x, ablate_heads=[0, 8])  # an ordinary keyword: the output alone
+    out, _ = attn(x, ablate_heads=[0, 8])  # an ordinary keyword
     o_proj = attn.o_proj.weight.clone()
     o_proj[:, 0:64] = 0
     o_proj[:, 8 * 64 :] = 0
