@@ -52,6 +52,7 @@ test: setup
 
 bench: setup
 	$(PY) -m attnlab.bench --all --output src/attnlab/results
+	$(PY) scripts/live_bench.py --output scripts/live_bench.json
 
 # Mutation testing with mutmut (pyproject.toml's [tool.mutmut]; not part of `make test`):
 # each mutant of the core modules, in a fresh copy under mutants/, against only the selected
