@@ -5,6 +5,8 @@ Registered with ``@figure`` (``hooks/figure_registry.py``) and drawn by the figu
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import diagrams
 import torch
 from figure_registry import figure
@@ -12,19 +14,23 @@ from matplotlib.figure import Figure
 
 import attnlab
 
+#: DeepSeek-V3's attention sizes (its config.json; transformers' ``DeepseekV3Config``
+#: defaults, checked in tests/site/test_figures_latent.py): the site's build installs no
+#: transformers, so the figure does not read them from there.
+DEEPSEEK_V3 = {
+    "hidden_size": 7168, "num_attention_heads": 128, "kv_lora_rank": 512,
+    "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128, "q_lora_rank": 1536,
+}  # fmt: skip
+
 
 def deepseek_v3_shapes() -> dict[str, tuple[int, ...]]:
     """The tensors' shapes in one DeepSeek-V3 attention layer, read from the package's code.
 
-    A ``MultiHeadLatentAttention`` of DeepSeek-V3's sizes (transformers'
-    ``DeepseekV3Config`` defaults) is built on the meta device (shapes only, no memory);
-    one token goes through a ``LatentCache``, then the cached entries through the
-    projections part's ``kernel_inputs``, naive and absorbed.
+    A ``MultiHeadLatentAttention`` of DeepSeek-V3's sizes (``DEEPSEEK_V3``) is built on the
+    meta device (shapes only, no memory); one token goes through a ``LatentCache``, then
+    the cached entries through the projections part's ``kernel_inputs``, naive and absorbed.
     """
-    from transformers import DeepseekV3Config
-
-    c = DeepseekV3Config()
-    assert c.v_head_dim is not None  # typed optional; DeepSeek-V3's default is 128
+    c = SimpleNamespace(**DEEPSEEK_V3)
     with torch.device("meta"), torch.no_grad():
         layer = attnlab.MultiHeadLatentAttention(
             c.hidden_size, c.num_attention_heads, c.kv_lora_rank, c.qk_rope_head_dim,

@@ -22,6 +22,8 @@ def test_latent_attention_shows_what_deepseek_v3_caches_and_attends_over() -> No
         fig = hook.FIGURES["latent-attention"]()
     texts = " | ".join(text.get_text() for ax in fig.axes for text in ax.texts)
     assert (r, Dr, H) == (512, 64, 128)
+    sizes = __import__("figures_latent").DEEPSEEK_V3  # the hook's constants
+    assert {name: getattr(c, name) for name in sizes} == sizes  # = transformers' defaults
     assert f"cached: {r} + {Dr}\n= {r + Dr} numbers" in texts
     assert f"keys {H} × {c.qk_nope_head_dim + Dr}" in texts  # naive: every head's keys
     assert f"values {H} × {c.v_head_dim}" in texts
