@@ -313,3 +313,43 @@ def test_enable_gqa_equals_torch_sdpa(case: dict[str, object]) -> None:
     torch.testing.assert_close(got, torchs, atol=1e-5, rtol=1e-5, equal_nan=True)
     torch.testing.assert_close(explicit, expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(flash, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_attention_weights_take_is_causal_and_scale() -> None:
+    """attention_weights(is_causal=True, scale=s): softmax(q k^T s) under the top-left causal
+    mask (L < S here), as the weights that PyTorch's SDPA averages the values with."""
+    torch.manual_seed(11)
+    q, k = torch.randn(2, 3, 4), torch.randn(2, 5, 4)
+    allowed = torch.ones(3, 5, dtype=torch.bool).tril()
+    scores = (q @ k.transpose(-2, -1) * 0.3).masked_fill(~allowed, float("-inf"))
+    expected = torch.softmax(scores, dim=-1)
+    weights = attention_weights(q, k, is_causal=True, scale=0.3)
+    torch.testing.assert_close(weights, expected)
+    v = torch.eye(5).expand(2, 5, 5)  # each value is a one-hot: SDPA's output is its weights
+    sdpa = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3)
+    torch.testing.assert_close(weights, sdpa)
+
+
+def test_attention_weights_refuse_a_bad_scale() -> None:
+    with pytest.raises(TypeError, match="scale must be a float or None; got str"):
+        attention_weights(torch.randn(2, 4), torch.randn(3, 4), scale="0.5")  # type: ignore[arg-type]
+
+
+def test_weights_come_back_in_the_inputs_half_precision() -> None:
+    """float16 inputs: weights (and outputs) in float16, the float32 computation rounded."""
+    torch.manual_seed(12)
+    q, k, v = (torch.randn(1, 3, 4) for _ in range(3))
+    half = [t.half() for t in (q, k, v)]
+    weights = attention_weights(half[0], half[1])
+    output, with_weights = attention_with_weights(*half)
+    exact = attention_weights(*(t.float() for t in half[:2]))
+    assert weights.dtype == output.dtype == with_weights.dtype == torch.float16
+    torch.testing.assert_close(weights, exact.half())
+    torch.testing.assert_close(with_weights, exact.half())
+
+
+def test_context_vectors_refuse_values_of_the_wrong_length() -> None:
+    """Weights (N, L, S) = (1, 2, 3) want values of length S = 3, not L = 2."""
+    weights = torch.softmax(torch.randn(1, 2, 3), dim=-1)
+    with pytest.raises(ValueError, match=r"S = 3 to match attn_weights; got shape \(1, 2, 4\)"):
+        context_vectors(weights, torch.randn(1, 2, 4))

@@ -4,11 +4,13 @@ the band mask ``i - W < j <= i``, checked against transformers' own window rule)
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 from support import HF_GROUP, hf_llama_attention
 
-from attnlab import GroupedQueryAttention, KVCache
+from attnlab import GroupedQueryAttention, KVCache, RotaryEmbedding
 
 
 def _hf_forward(attn: torch.nn.Module, x: torch.Tensor, pass_mask: bool) -> torch.Tensor:
@@ -144,3 +146,104 @@ def test_window_equals_llama_attention_under_a_band_mask(backend: str, window: i
         steps = [ours(x[:, :2], cache=cache).output]  # the first two tokens, then 8 steps past W
         steps += [ours(x[:, t : t + 1], cache=cache).output for t in range(2, T)]
     torch.testing.assert_close(torch.cat(steps, dim=1), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_sizes_and_the_parts_given() -> None:
+    """Defaults: head_dim = d_model // num_heads, Llama's rotary base 10 000, o_proj's bias
+    that of the others; out_bias, backend and a positions part given are the ones used."""
+    module = GroupedQueryAttention(16, 4, 2)
+    assert (module.d_model, module.head_dim, module.backend) == (16, 4, "torch")
+    assert module.positions.theta == 10000.0
+    assert "d_model=16, num_heads=4, num_kv_heads=2, head_dim=4" in repr(module)
+    assert GroupedQueryAttention(16, 4, bias=True).o_proj.bias is not None
+    assert GroupedQueryAttention(16, 4, bias=True, out_bias=False).o_proj.bias is None
+    assert GroupedQueryAttention(16, 4, out_bias=True).q_proj.bias is None
+    assert GroupedQueryAttention(16, 4, out_bias=True).o_proj.bias is not None
+    rope = RotaryEmbedding(4, 500.0)
+    assert GroupedQueryAttention(16, 4, positions=rope).positions is rope
+    assert GroupedQueryAttention(16, 4, backend="explicit").backend == "explicit"
+
+
+def test_head_dim_is_needed_when_num_heads_does_not_divide_d_model() -> None:
+    with pytest.raises(
+        ValueError, match="num_heads must divide d_model = 10 unless head_dim is given; got 4"
+    ):
+        GroupedQueryAttention(10, 4)
+    module = GroupedQueryAttention(10, 4, head_dim=6)
+    assert (module.q_proj.out_features, module.o_proj.in_features) == (24, 24)
+
+
+@pytest.mark.parametrize("norm", ["q_norm", "k_norm"])
+def test_query_and_key_norms_are_applied(norm: str) -> None:
+    """A q_norm (or k_norm) that zeroes its heads makes every score 0: each query then
+    averages the values it may see (a causal running mean), whatever the rotation does."""
+    torch.manual_seed(6)
+    zero = torch.nn.RMSNorm(4)
+    torch.nn.init.zeros_(zero.weight)
+    module = GroupedQueryAttention(8, 2, **{norm: zero})  # type: ignore[arg-type]
+    x = torch.randn(2, 5, 8)
+    with torch.no_grad():
+        values = module.v_proj(x)  # (B, T, H * D): one key/value head per query head
+        running_mean = values.cumsum(dim=1) / torch.arange(1, 6)[:, None]
+        torch.testing.assert_close(module(x).output, module.o_proj(running_mean))
+        assert not torch.allclose(GroupedQueryAttention(8, 2)(x).output, module(x).output)
+
+
+class _LlamaLike(torch.nn.Module):
+    """A module of LlamaAttention's layout with a plain config (older or other families)."""
+
+    def __init__(self, config: SimpleNamespace, dtype: torch.dtype = torch.float32) -> None:
+        super().__init__()
+        self.config = config
+        torch.manual_seed(7)
+        for name, (d_in, d_out) in {
+            "q_proj": (8, 8),
+            "k_proj": (8, 4),
+            "v_proj": (8, 4),
+            "o_proj": (8, 8),
+        }.items():
+            setattr(self, name, torch.nn.Linear(d_in, d_out, bias=False, dtype=dtype))
+
+
+def _config(**extra: object) -> SimpleNamespace:
+    return SimpleNamespace(hidden_size=8, num_attention_heads=2, num_key_value_heads=1, **extra)
+
+
+@pytest.mark.parametrize(
+    ("extra", "theta"),
+    [
+        ({}, 10000.0),  # neither rope_parameters nor rope_theta: Llama's 10 000
+        ({"rope_theta": 500.0}, 500.0),  # transformers 4: rope_theta on the config
+        ({"rope_parameters": {"rope_theta": 300.0}}, 300.0),  # no rope_type: default
+        ({"rope_parameters": {"rope_type": "default", "rope_theta": 200.0}}, 200.0),
+    ],
+)
+def test_from_hf_reads_the_rotary_base_wherever_the_config_keeps_it(
+    extra: dict[str, object], theta: float
+) -> None:
+    """No attention_bias on the config means no bias; head_dim falls back to d_model / H."""
+    source = _LlamaLike(_config(**extra))
+    ours = GroupedQueryAttention.from_hf(source, backend="explicit")
+    assert (ours.positions.theta, ours.head_dim, ours.backend) == (theta, 4, "explicit")
+    assert ours.q_proj.bias is None and ours.o_proj.bias is None
+    assert torch.equal(ours.k_proj.weight, source.k_proj.weight)
+
+
+def test_from_hf_keeps_the_source_dtype() -> None:
+    source = _LlamaLike(_config(), dtype=torch.float64)
+    ours = GroupedQueryAttention.from_hf(source)
+    assert {p.dtype for p in ours.parameters()} == {torch.float64}
+    assert torch.equal(ours.o_proj.weight, source.o_proj.weight)
+
+
+def test_from_hf_refuses_scaled_rotary_and_other_modules() -> None:
+    scaled = _LlamaLike(_config(rope_parameters={"rope_type": "linear", "factor": 2.0}))
+    with pytest.raises(
+        ValueError, match="attn's config uses rope_type 'linear'; only 'default' works"
+    ):
+        GroupedQueryAttention.from_hf(scaled)
+    headless = _LlamaLike(_config())
+    del headless.o_proj
+    for attn in (headless, torch.nn.Linear(8, 8)):
+        with pytest.raises(TypeError, match=r"attn must be a transformers LlamaAttention \(config"):
+            GroupedQueryAttention.from_hf(attn)

@@ -48,3 +48,28 @@ def test_cached_decoding_equals_hf_dynamic_cache(heads: int, kv_heads: int) -> N
             )
     torch.testing.assert_close(cache.keys, hf_cache.layers[0].keys)
     torch.testing.assert_close(cache.values, hf_cache.layers[0].values)
+
+
+def test_append_refuses_a_chunk_unlike_the_cache() -> None:
+    """Once keys (1, 2, 3, 4) and values (1, 2, 3, 5) are cached, a chunk must have their
+    dtype and, but for T, their shape: each refusal names the tensor that differs."""
+    cache = KVCache()
+    cache.append(torch.randn(1, 2, 3, 4), torch.randn(1, 2, 3, 5))
+    with pytest.raises(
+        TypeError, match=r"cached dtype torch\.float32; got torch\.float32 and torch\.float64"
+    ):
+        cache.append(torch.randn(1, 2, 1, 4), torch.randn(1, 2, 1, 5, dtype=torch.float64))
+    with pytest.raises(TypeError, match=r"got torch\.float64 and torch\.float32"):
+        cache.append(torch.randn(1, 2, 1, 4, dtype=torch.float64), torch.randn(1, 2, 1, 5))
+    with pytest.raises(
+        ValueError, match=r"^keys must have shape .* \(1, 2, 3, 4\) but for T; got \(1, 3, 1, 4\)$"
+    ):
+        cache.append(torch.randn(1, 3, 1, 4), torch.randn(1, 3, 1, 5))
+    with pytest.raises(ValueError, match=r"^keys must have shape .* got \(1, 2, 1, 6\)$"):
+        cache.append(torch.randn(1, 2, 1, 6), torch.randn(1, 2, 1, 5))
+    with pytest.raises(
+        ValueError,
+        match=r"^values must have shape .* \(1, 2, 3, 5\) but for T; got \(1, 2, 1, 6\)$",
+    ):
+        cache.append(torch.randn(1, 2, 1, 4), torch.randn(1, 2, 1, 6))
+    assert len(cache) == 3

@@ -84,3 +84,55 @@ def test_default_base_is_llamas_10000() -> None:
     torch.testing.assert_close(expected_sin, sin[0])
     written = torch.tensor([10000.0 ** (-i / 8) for i in (0, 2, 4, 6)])
     torch.testing.assert_close(ours.frequencies(), written)
+
+
+@pytest.mark.parametrize("theta", [0, -1.0, True, "10000"])
+def test_theta_must_be_a_positive_number(theta: object) -> None:
+    with pytest.raises(ValueError, match=f"theta must be a positive number; got {theta!r}"):
+        RotaryEmbedding(4, theta)  # type: ignore[arg-type]
+
+
+def test_a_base_at_most_one_is_allowed() -> None:
+    """Any positive base is taken; theta = 1 turns every pair at the angle of its position."""
+    rope = RotaryEmbedding(4, 1)
+    torch.testing.assert_close(
+        rope.angles(torch.arange(3.0)), torch.arange(3.0)[:, None].expand(3, 2)
+    )
+    assert RotaryEmbedding(4, 0.5).theta == 0.5
+
+
+@pytest.mark.parametrize(
+    ("shape", "positions", "got"),
+    [
+        ((3, 6), torch.arange(3), r"x \(3, 6\) and positions \(3,\)"),  # x too wide
+        ((3, 4), torch.arange(2), r"x \(3, 4\) and positions \(2,\)"),  # too few positions
+        ((3, 4), torch.zeros(3, 1), r"x \(3, 4\) and positions \(3, 1\)"),  # not 1-D
+        ((3, 4), [0, 1, 2], r"x \(3, 4\) and positions \?$"),  # not a tensor
+    ],
+)
+@pytest.mark.parametrize("method", ["forward", "rotate_complex"])
+def test_rotation_refuses_x_and_positions_that_do_not_fit(
+    shape: tuple[int, ...], positions: object, got: str, method: str
+) -> None:
+    rope = RotaryEmbedding(4)
+    with pytest.raises(ValueError, match=r"D = 4 and positions shape \(T,\); got " + got):
+        getattr(rope, method)(torch.randn(shape), positions)
+
+
+def test_angles_refuse_positions_that_are_not_one_dimensional() -> None:
+    with pytest.raises(
+        ValueError, match=r"positions must be a tensor of shape \(T,\); got \(2, 3\)"
+    ):
+        RotaryEmbedding(4).angles(torch.zeros(2, 3))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_rotates_in_float32_and_returns_its_dtype(dtype: torch.dtype) -> None:
+    """A half-precision x comes back in its dtype: the float32 rotation, rounded once."""
+    torch.manual_seed(5)
+    rope = RotaryEmbedding(8)
+    x, positions = torch.randn(2, 5, 8).to(dtype), torch.arange(5)
+    expected = rope(x.float(), positions).to(dtype)
+    for rotated in (rope(x, positions), rope.rotate_complex(x, positions)):
+        assert rotated.dtype == dtype
+        torch.testing.assert_close(rotated, expected)
