@@ -36,6 +36,30 @@ export function mergesFromScores(tokens, scores) {
   return found.map(({ left, right }) => [left, right]);
 }
 
+// [{text, special, start}]: `text` with the special tokens cut out whole (leftmost, then
+// longest), as both tokenizers split it first.
+export function splitSpecial(text, specials) {
+  const parts = [];
+  let start = 0;
+  while (start < text.length) {
+    let best = -1;
+    let bestToken = null;
+    for (const special of specials) {
+      const at = text.indexOf(special, start);
+      if (at >= 0 && (best < 0 || at < best || (at === best && special.length > bestToken.length))) {
+        best = at;
+        bestToken = special;
+      }
+    }
+    if (best < 0) break;
+    if (best > start) parts.push({ text: text.slice(start, best), special: false, start });
+    parts.push({ text: bestToken, special: true, start: best });
+    start = best + bestToken.length;
+  }
+  if (start < text.length) parts.push({ text: text.slice(start), special: false, start });
+  return parts;
+}
+
 export class SentencePieceTokenizer {
   constructor({ tokens, scores, specialIds, bosTokenId, eosTokenId, chatTemplate = null }) {
     this.tokens = tokens;
@@ -71,27 +95,8 @@ export class SentencePieceTokenizer {
     return this.tokens.length;
   }
 
-  // [{text, special, start}]: the special tokens cut out whole (leftmost, then longest).
   splitSpecial(text) {
-    const parts = [];
-    let start = 0;
-    while (start < text.length) {
-      let best = -1;
-      let bestToken = null;
-      for (const special of this.specials) {
-        const at = text.indexOf(special, start);
-        if (at >= 0 && (best < 0 || at < best || (at === best && special.length > bestToken.length))) {
-          best = at;
-          bestToken = special;
-        }
-      }
-      if (best < 0) break;
-      if (best > start) parts.push({ text: text.slice(start, best), special: false, start });
-      parts.push({ text: bestToken, special: true, start: best });
-      start = best + bestToken.length;
-    }
-    if (start < text.length) parts.push({ text: text.slice(start), special: false, start });
-    return parts;
+    return splitSpecial(text, this.specials);
   }
 
   // One stretch's ids: characters (or their bytes' tokens), merged lowest rank first,

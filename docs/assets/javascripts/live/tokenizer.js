@@ -9,7 +9,7 @@
 //    GPT-2's byte alphabet (a space is "Ġ");
 // 3. byte-pair encoding: the lowest-ranked merge first, leftmost first on ties.
 
-import { SentencePieceTokenizer } from "./sentencepiece.js";
+import { SentencePieceTokenizer, splitSpecial } from "./sentencepiece.js";
 
 const CONTROL = 3; // tokenizer.ggml.token_type of a special (control) token
 // GPT-2's pre-tokenizer pattern, with Unicode's White_Space as tokenizers' \s.
@@ -127,27 +127,9 @@ export class Tokenizer {
     return this.tokens.length;
   }
 
-  // Step 1: [{text, special}] with the special tokens cut out whole (leftmost, then longest).
+  // Step 1: the special tokens cut out whole (sentencepiece.js's splitSpecial).
   splitSpecial(text) {
-    const parts = [];
-    let start = 0;
-    while (start < text.length) {
-      let best = -1;
-      let bestToken = null;
-      for (const special of this.specials) {
-        const at = text.indexOf(special, start);
-        if (at >= 0 && (best < 0 || at < best || (at === best && special.length > bestToken.length))) {
-          best = at;
-          bestToken = special;
-        }
-      }
-      if (best < 0) break;
-      if (best > start) parts.push({ text: text.slice(start, best), special: false });
-      parts.push({ text: bestToken, special: true });
-      start = best + bestToken.length;
-    }
-    if (start < text.length) parts.push({ text: text.slice(start), special: false });
-    return parts;
+    return splitSpecial(text, this.specials);
   }
 
   // Step 2: the words of a text without special tokens, in GPT-2's byte alphabet.
