@@ -147,3 +147,35 @@ def hf_llama_attention(heads: int, kv_heads: int, implementation: str) -> Any:
     attn = modeling_llama.LlamaAttention(config, layer_idx=0).eval()
     attn.rotary = modeling_llama.LlamaRotaryEmbedding(config)
     return attn
+
+
+def node_or_skip() -> str:
+    """Node's path; a test without it fails in CI (Node 20 is required there), else skips."""
+    import os
+    import shutil
+
+    import pytest
+
+    node = shutil.which("node")
+    if node is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("node is required in CI")
+        pytest.skip("node is not installed")
+    return node
+
+
+def run_node_tests(script: Path, env: dict[str, str], timeout: int = 120) -> None:
+    """``node --test script`` with ``env`` added to the environment; every test passes."""
+    import os
+    import subprocess
+
+    result = subprocess.run(
+        [node_or_skip(), "--test", str(script)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "# fail 0" in result.stdout

@@ -10,13 +10,11 @@ its last logits within 1e-3 and every attention weight within 1e-4 of the packag
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 import torch
+from support import run_node_tests
 
 HERE = Path(__file__).resolve().parent
 CASES = [("llama", True), ("llama", False), ("qwen2", True), ("qwen3", False)]
@@ -58,20 +56,6 @@ def reference_cases(folder: Path) -> list[dict[str, object]]:
 
 def test_page_families_equal_the_package(tmp_path: Path) -> None:
     """``node --test tests/js/families.test.mjs`` passes on every family's file."""
-    node = shutil.which("node")
-    if node is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("node is required in CI")
-        pytest.skip("node is not installed")
     reference = tmp_path / "families.json"
     reference.write_text(json.dumps({"cases": reference_cases(tmp_path)}), encoding="utf-8")
-    result = subprocess.run(
-        [node, "--test", str(HERE / "families.test.mjs")],
-        env={**os.environ, "FAMILIES_REFERENCE": str(reference)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "# fail 0" in result.stdout
+    run_node_tests(HERE / "families.test.mjs", {"FAMILIES_REFERENCE": str(reference)})

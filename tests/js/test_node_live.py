@@ -15,12 +15,12 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from support import run_node_tests
 
 HERE = Path(__file__).resolve().parent
 LIVE = HERE.parent.parent / "docs" / "assets" / "javascripts" / "live"
@@ -126,26 +126,12 @@ def _config(reader: object) -> dict[str, float]:
 
 def test_live_model_javascript_passes_node_tests(tmp_path: Path) -> None:
     """``node --test tests/js/`` passes (Node 20 is on the machine and in CI)."""
-    node = shutil.which("node")
-    if node is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("node is required in CI")
-        pytest.skip("node is not installed")
     from attnlab.llama import smollm2_path
 
     reference = tmp_path / "reference.json"
     reference.write_text(json.dumps(reference_data()), encoding="utf-8")
-    env = {**os.environ, "LIVE_GGUF": str(smollm2_path()), "LIVE_REFERENCE": str(reference)}
-    result = subprocess.run(
-        [node, "--test", str(HERE / "live.test.mjs")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "# fail 0" in result.stdout
+    env = {"LIVE_GGUF": str(smollm2_path()), "LIVE_REFERENCE": str(reference)}
+    run_node_tests(HERE / "live.test.mjs", env, timeout=240)
 
 
 # What the JavaScript calls its names: the family's config defaults, and the defaults

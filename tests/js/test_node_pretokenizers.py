@@ -11,13 +11,11 @@ text back in the page (live/sentencepiece.js) as in the package.
 from __future__ import annotations
 
 import json
-import os
 import random
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from support import run_node_tests
 
 HERE = Path(__file__).resolve().parent
 PRES = ("llama-bpe", "qwen2", "gpt-2")
@@ -83,24 +81,10 @@ def sentencepiece_reference(folder: Path) -> dict[str, object]:
 
 def test_page_pre_tokenisers_equal_the_package(tmp_path: Path) -> None:
     """``node --test tests/js/pretokenizers.test.mjs`` passes for each pre-tokeniser."""
-    node = shutil.which("node")
-    if node is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("node is required in CI")
-        pytest.skip("node is not installed")
     from attnlab.llama import smollm2_path
 
     reference = tmp_path / "pre.json"
     data = {"byte_level": reference_data(), "sentencepiece": sentencepiece_reference(tmp_path)}
     reference.write_text(json.dumps(data), encoding="utf-8")
-    env = {**os.environ, "LIVE_GGUF": str(smollm2_path()), "PRE_REFERENCE": str(reference)}
-    result = subprocess.run(
-        [node, "--test", str(HERE / "pretokenizers.test.mjs")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "# fail 0" in result.stdout
+    env = {"LIVE_GGUF": str(smollm2_path()), "PRE_REFERENCE": str(reference)}
+    run_node_tests(HERE / "pretokenizers.test.mjs", env)

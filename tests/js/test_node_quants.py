@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+from support import run_node_tests
 
 HERE = Path(__file__).resolve().parent
 TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")
@@ -47,20 +45,6 @@ def reference_data() -> dict[str, object]:
 
 def test_quants_javascript_dequantises_as_gguf_py(tmp_path: Path) -> None:
     """``node --test tests/js/quants.test.mjs`` passes: every type bit for bit."""
-    node = shutil.which("node")
-    if node is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("node is required in CI")
-        pytest.skip("node is not installed")
     reference = tmp_path / "quants.json"
     reference.write_text(json.dumps(reference_data()), encoding="utf-8")
-    result = subprocess.run(
-        [node, "--test", str(HERE / "quants.test.mjs")],
-        env={**os.environ, "QUANTS_REFERENCE": str(reference)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "# fail 0" in result.stdout
+    run_node_tests(HERE / "quants.test.mjs", {"QUANTS_REFERENCE": str(reference)})
