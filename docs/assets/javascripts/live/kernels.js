@@ -96,19 +96,23 @@ function incr(local, n) { return code(op.get(local), op.i32(n), op.add, op.set(l
 
 // --- matmul(x, T, cols, W, rows, out) --------------------------------------------------
 // Tiles of TILE_ROWS weight rows x TILE_TOKENS tokens: each weight vector loaded once
-// serves every token of the tile, each token vector every row (6 products, 5 loads).
+// serves every token of the tile, each token vector every row (8 products, 6 loads).
 // params 0..5; i32 locals: r, t, c, wRow, x_k (one per token of a tile), rowBytes, o,
-// outStride; v128 locals: acc (row i, token k), then w_i (one per row of a tile).
+// outStride; v128 locals: acc (row i, token k), w_i (one per row of a tile), then the
+// token vector being used.
 const X = 0, T = 1, COLS = 2, W = 3, ROWS = 4, OUT = 5;
-// Measured on the shared 2-core machine (Node 20, T = 128, 1536 x 576 and 576 x 1536,
-// CPU time, relaxed SIMD's fused multiply-add): 2 x 3 17.5 GMAC/s, 3 x 2 16.5, 3 x 3 8.9,
-// 2 x 4 8.8, 4 x 2 7.7 (more accumulators than registers); without the fused
-// multiply-add 2 x 3 and 3 x 2 14.5-14.9, 3 x 1 12.4.
-const TILE_ROWS = 2;
-const TILE_TOKENS = 3;
+// Measured on the shared 2-core machine (Zen 4, Node 20, T = 128, 1536 x 576 and
+// 576 x 1536, CPU time), in GMAC/s with relaxed SIMD's fused multiply-add / without:
+// 4 x 2 25.0 / 19.4, 2 x 4 24.8 / 18.7, 3 x 3 25.0 / 10.8, 2 x 3 19.7 / 18.0, 3 x 4
+// 12.1 / 12.8. Eight accumulators hide the multiply-add's latency on two pipes; more
+// than the 15 vector registers V8 allocates (accumulators + weights + one token
+// vector) spill. Loading a token's vector once per step, not once per row, is what
+// keeps 4 x 2 in registers: V8 hoists every load of the step before its first product.
+const TILE_ROWS = 4;
+const TILE_TOKENS = 2;
 const R = 6, TOK = 7, C = 8, WROW = 9, X0 = 10, ROWBYTES = 10 + TILE_TOKENS, O = 11 + TILE_TOKENS, STRIDE = 12 + TILE_TOKENS;
 const WP = 13 + TILE_TOKENS; // row i of the tile starts at w_i = wRow + i * rowBytes
-const ACC = WP + TILE_ROWS, WV = ACC + TILE_ROWS * TILE_TOKENS;
+const ACC = WP + TILE_ROWS, WV = ACC + TILE_ROWS * TILE_TOKENS, XV = WV + TILE_ROWS;
 
 function hsum(acc) { // the four lanes of acc, summed: (l0 + l1) + (l2 + l3)
   return code(op.get(acc), op.lane(0), op.get(acc), op.lane(1), op.f32_add,
@@ -119,10 +123,11 @@ function hsum(acc) { // the four lanes of acc, summed: (l0 + l1) + (l2 + l3)
 function dotLoop(nRows, nTok) {
   let body = [];
   for (let i = 0; i < nRows; i++) body.push(op.get(WP + i), op.get(C), op.add, op.v128_load, op.set(WV + i));
-  for (let k = 0; k < nTok; k++) {
+  for (let k = 0; k < nTok; k++) { // token k's four values, loaded once for every row
+    body.push(op.get(X0 + k), op.get(C), op.add, op.v128_load, op.set(XV));
     for (let i2 = 0; i2 < nRows; i2++) {
       const acc = ACC + TILE_TOKENS * i2 + k;
-      body.push(madd(op.get(acc), op.get(WV + i2), [op.get(X0 + k), op.get(C), op.add, op.v128_load]), op.set(acc));
+      body.push(madd(op.get(acc), op.get(WV + i2), op.get(XV)), op.set(acc));
     }
   }
   return code(op.i32(0), op.set(C), op.loop, body, incr(C, 16),
@@ -174,7 +179,7 @@ const matmulBody = () => code(
   rowsPass(1), op.br(0),
   op.end, op.end
 );
-const matmulLocals = [[7 + TILE_TOKENS + TILE_ROWS, I32], [TILE_ROWS * TILE_TOKENS + TILE_ROWS, V128]];
+const matmulLocals = [[7 + TILE_TOKENS + TILE_ROWS, I32], [TILE_ROWS * TILE_TOKENS + TILE_ROWS + 1, V128]];
 
 // --- dequant_q4_1(src, blocks, dst, half) and dequant_q8_0 -----------------------------
 // params 0..3; i32 local: b 4; v128 locals: d 5, m 6, bytes 7, half16 8.
