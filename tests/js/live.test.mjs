@@ -144,10 +144,61 @@ test("RotaryEmbedding turns pair (i, i + D/2) by position * theta^(-2i/D)", () =
 });
 
 test("RMSNorm scales each row to unit root mean square, then by its weight", () => {
-  const norm = new model.RMSNorm(Float32Array.from([1, 2]), 0);
-  const out = norm.forward(Float32Array.from([3, 4, -1, 1]), 2);
-  const rms = Math.sqrt(12.5);
-  [3 / rms, 8 / rms, -1, 2].forEach((value, i) => assert.ok(Math.abs(out[i] - value) < 1e-6));
+  const weight = Float32Array.from([1, 2, 1, 2]);
+  const x = Float32Array.from([3, 4, 0, 0, -1, 1, -1, 1]);
+  const rms = Math.sqrt(25 / 4);
+  for (const kernels of [new model.JsKernels(), engine.model.kernels]) {
+    const out = new model.RMSNorm(weight, 0, kernels).forward(x, 2);
+    [3 / rms, 8 / rms, 0, 0, -1, 2, -1, 2].forEach((value, i) => assert.ok(Math.abs(out[i] - value) < 1e-6, kernels.name));
+  }
+});
+
+// |a - b| within `ulps` float32 steps of b's size, for every entry.
+function assertClose(a, b, ulps, label) {
+  for (let i = 0; i < b.length; i++) {
+    const allowed = ulps * 2 ** -23 * Math.max(Math.abs(b[i]), 2 ** -126);
+    assert.ok(Math.abs(a[i] - b[i]) <= allowed, `${label} [${i}]: ${a[i]} vs ${b[i]}`);
+  }
+}
+
+test("the WebAssembly kernels give JsKernels' RMSNorm and silu(gate) * up to float32 rounding", () => {
+  const wasm = engine.model.kernels;
+  const js = new model.JsKernels();
+  const x = randomArray(3 * 576, 5).map((v) => 40 * v);
+  const weight = randomArray(576, 6);
+  assertClose(wasm.rmsNorm(x, 3, weight, 1e-5), js.rmsNorm(x, 3, weight, 1e-5), 8, "rmsNorm");
+  // silu over the range where exp under- and overflows, and 0
+  const gate = Float32Array.from([...randomArray(4096, 7).map((v) => 100 * v), -200, -88, -87, 0, 87, 88, 89, 200]);
+  const up = randomArray(gate.length, 8);
+  const expected = js.siluMul(gate, up);
+  for (let i = 0; i < gate.length; i++) {
+    // exp is clamped to [-87.34, 88]: a gate below -88 gives a silu under 1e-35, not 1e-40
+    const tolerance = 4 * 2 ** -23 * Math.abs(expected[i]) + 1e-35;
+    assert.ok(Math.abs(wasm.siluMul(gate, up)[i] - expected[i]) <= tolerance, `silu(${gate[i]})`);
+  }
+});
+
+test("the WebAssembly attention gives JsKernels' weights and context vectors", () => {
+  const wasm = engine.model.kernels;
+  const js = new model.JsKernels();
+  for (const [T, S, D] of [[1, 1, 8], [3, 5, 8], [5, 13, 64], [7, 7, 64], [2, 30, 4]]) {
+    const H = 4, Hkv = 2, past = S - T;
+    const cache = new model.KVCache(Hkv, D, 4);
+    cache.append(randomArray(S * Hkv * D, S).map((v) => 3 * v), randomArray(S * Hkv * D, S + 1), S);
+    const queries = randomArray(T * H * D, T).map((v) => 3 * v);
+    const run = (kernels) => {
+      const attnWeights = new Float32Array(H * T * S);
+      const contextVecs = new Float32Array(T * H * D);
+      kernels.attention({ queries, T, H, group: H / Hkv, D, past, cache, ablateHeads: new Set([1]), attnWeights, contextVecs });
+      return { attnWeights, contextVecs };
+    };
+    const [a, b] = [run(wasm), run(js)];
+    const label = `T=${T} S=${S} D=${D}`;
+    assert.ok(far(a.attnWeights, b.attnWeights) < 1e-6, `weights ${label}`);
+    assert.ok(far(a.contextVecs, b.contextVecs) < 1e-6, `context vectors ${label}`);
+    for (let i = 0; i < T - 1; i++) assert.equal(a.attnWeights[i * S + past + i + 1], 0, `causal ${label}`); // head 0
+    assert.ok(a.contextVecs.subarray(D, 2 * D).every((v) => v === 0), `ablated head ${label}`);
+  }
 });
 
 test("the tokenizer gives attnlab.llama's ids on varied text", () => {

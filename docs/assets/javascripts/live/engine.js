@@ -33,8 +33,7 @@ export class Engine {
       const widest = Math.max(config.ffn_dim, config.d_model, config.num_heads * config.head_dim);
       kernels = slot.kernels.reserve(widest * config.d_model, Math.min(this.maxTokens, 128), widest, {
         maxKeys: this.maxTokens,
-        queryWidth: config.num_heads * config.head_dim,
-        kvWidth: config.head_dim,
+        headDim: config.head_dim,
       });
       file.rebind(kernels.bytes); // the memory grew: the same tensors, views on its new buffer
     }

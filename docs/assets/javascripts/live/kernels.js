@@ -1,18 +1,24 @@
 // The forward pass's hot loop in WebAssembly SIMD, assembled here from readable
 // instructions (no compiler, no build step, no binary in the repository).
 //
-// Five functions, on a WebAssembly.Memory that also holds the GGUF file's bytes:
+// Nine functions, on a WebAssembly.Memory that also holds the GGUF file's bytes:
 //   dequant_q4_1(src, blocks, dst, half): `blocks` Q4_1 blocks at src -> float32 at dst,
 //       value = d * nibble + m in float32, as gguf/quants.py (half: a float16 -> float32
 //       table of 65,536 entries in the same memory);
 //   dequant_q8_0(src, blocks, dst, half): the same for Q8_0 (value = d * int8);
 //   matmul(x, T, cols, W, rows, out): out (T, rows) = x (T, cols) @ W.T, in tiles of
-//       two rows by three tokens, four lanes of float32 at a time (cols a multiple of 4);
+//       four rows by two tokens, four lanes of float32 at a time (cols a multiple of 4):
+//       every Linear, and the attention's scores (queries @ keys.T);
 //   matvec_q4_1 / matvec_q8_0(x, src, rows, blocks, half, out, xsum): one token's
 //       product with quantised rows, each block's d (and m) applied to its dot product,
-//       no dequantised matrix written (decoding: every weight read once).
-// model.js's matmulTransposed is the same product in plain JavaScript; the results agree
-// to float32 rounding (the sums are added in another order).
+//       no dequantised matrix written (decoding: every weight read once);
+//   matmul_nn(x, T, K, B, N, out): out (T, N) = x (T, K) @ B (K, N): the attention's
+//       weights @ values;
+//   softmax_rows(src, stride, T, first, scale, dst): the causal softmax of a block of
+//       scores; silu_mul(gate, up, n, out): SwiGLU's silu(gate) * up; rms_norm(x, T, d,
+//       weight, eps, out): RMSNorm. The exponentials are float32 (expOf, below).
+// model.js's JsKernels does the same arithmetic in plain JavaScript; the results agree
+// to float32 rounding (the sums are added in another order, exp is float64 there).
 import { HALF_TABLE } from "./gguf.js";
 import { JsKernels } from "./model.js";
 
@@ -75,6 +81,16 @@ const op = {
   i32_low_u: [0xfd, 0xa9, 0x01], i32_high_u: [0xfd, 0xaa, 0x01],
   i32_low_s: [0xfd, 0xa7, 0x01], i32_high_s: [0xfd, 0xa8, 0x01],
   f32x4_from_u32: [0xfd, 0xfb, 0x01], f32x4_from_i32: [0xfd, 0xfa, 0x01],
+  f32x4_sub: [0xfd, 0xe5, 0x01], f32x4_div: [0xfd, 0xe7, 0x01], f32x4_neg: [0xfd, 0xe1, 0x01],
+  f32x4_min: [0xfd, 0xe8, 0x01], f32x4_max: [0xfd, 0xe9, 0x01], f32x4_nearest: [0xfd, 0x6a],
+  i32x4_from_f32: [0xfd, 0xf8, 0x01], i32x4_add: [0xfd, 0xae, 0x01], i32x4_shl: [0xfd, 0xab, 0x01],
+  i32x4_splat: [0xfd, 0x11], i32x4_lt_s: [0xfd, 0x39], bitselect: [0xfd, 0x52],
+  f32_sub: [0x93], f32_div: [0x95], f32_max: [0x97], f32_sqrt: [0x91],
+  f32_const: function (n) { return [0x43].concat(Array.from(new Uint8Array(Float32Array.of(n).buffer))); },
+  f32x4_const: function (n) { // v128.const with four equal float32 lanes
+    return [0xfd, 0x0c].concat(...Array(4).fill(Array.from(new Uint8Array(Float32Array.of(n).buffer))));
+  },
+  i32x4_const: function (a, b, c, d) { return [0xfd, 0x0c].concat(Array.from(new Uint8Array(Int32Array.of(a, b, c, d).buffer))); },
 };
 function code() { // flatten instructions (arrays of bytes, nested) into one array
   let out = [];
@@ -90,8 +106,11 @@ let RELAXED = false;
 function madd(acc, a, b) {
   return RELAXED ? code(a, b, acc, [0xfd, 0x85, 0x02]) : code(acc, a, b, op.f32x4_mul, op.f32x4_add);
 }
-// v128.load at a constant byte offset from the address on the stack.
+// v128.load, v128.store and v128.load32_splat (one float32 in every lane) at a constant
+// byte offset from the address on the stack.
 const vload = (offset) => [0xfd, 0x00, 2].concat(uleb(offset));
+const vstore = (offset) => [0xfd, 0x0b, 2].concat(uleb(offset));
+const splatLoad = (offset) => [0xfd, 0x09, 2].concat(uleb(offset));
 function incr(local, n) { return code(op.get(local), op.i32(n), op.add, op.set(local)); }
 
 // --- matmul(x, T, cols, W, rows, out) --------------------------------------------------
@@ -292,79 +311,204 @@ const matvecQ8Body = () => matvecBody(34, code(
 ));
 const matvecLocals = [[4, I32], [5, V128], [1, F32]];
 
-// --- attention: scores(q, k, S, D, out) and mix(w, v, S, D, out) ----------------------
-// scores: out[j] = q . k_j for the S keys stored one after another (D floats each);
-// mix: out (D) = sum_j w[j] * v_j. The softmax between them stays in JavaScript
-// (Math.exp, float64), as in model.js's JsKernels.attention.
-const AQ = 0, AK = 1, AS = 2, AD = 3, AOUT = 4, AJ = 5, AE = 6, AP = 7, ADB = 8, AACC = 9;
-const scoresBody = () => code(
-  op.get(AD), op.i32(2), op.shl, op.set(ADB),
-  op.i32(0), op.set(AJ), op.get(AK), op.set(AP),
+// --- exp on four float32 lanes --------------------------------------------------------
+// Cephes' expf, as most SIMD libraries write it: exp(x) = 2^n * exp(r) with n the
+// nearest integer to x / ln 2 and |r| <= ln 2 / 2, exp(r) from a degree-6 polynomial
+// (within 2 ulp of the exact value); x is clamped to [-87.34, 88] first, where 2^n
+// stays a normal float32 (exp(-87.34) = 1.2e-38, read as zero by every caller).
+const LOG2E = 1.44269504088896341;
+const LN2_HIGH = 0.693359375; // ln 2 = LN2_HIGH + LN2_LOW, the high part exact in float32
+const LN2_LOW = -2.12194440e-4;
+const EXP_POLY = [1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1];
+const vconst = op.f32x4_const;
+// exp of the v128 local x (overwritten), left on the stack; n and r: v128 scratch locals.
+function expOf(x, n, r) {
+  return code(
+    op.get(x), vconst(88), op.f32x4_min, vconst(-87.33654), op.f32x4_max, op.set(x),
+    op.get(x), vconst(LOG2E), op.f32x4_mul, op.f32x4_nearest, op.set(n),
+    op.get(x), op.get(n), vconst(LN2_HIGH), op.f32x4_mul, op.f32x4_sub,
+    op.get(n), vconst(LN2_LOW), op.f32x4_mul, op.f32x4_sub, op.set(r),
+    vconst(EXP_POLY[0]), EXP_POLY.slice(1).map((c) => [op.get(r), op.f32x4_mul, vconst(c), op.f32x4_add]),
+    op.get(r), op.get(r), op.f32x4_mul, op.f32x4_mul, op.get(r), op.f32x4_add, vconst(1), op.f32x4_add,
+    // times 2^n: n + 127 in the exponent's bits
+    op.get(n), op.i32x4_from_f32, op.i32x4_const(127, 127, 127, 127), op.i32x4_add, op.i32(23), op.i32x4_shl,
+    op.f32x4_mul
+  );
+}
+
+// --- silu_mul(gate, up, n, out): out = silu(gate) * up, n values (a multiple of 4) -------
+// silu(g) = g / (1 + exp(-g)), SwiGLU's hidden layer. params 0..3; i32 local: byte 4;
+// v128 locals: g 5, x 6, n 7, r 8.
+const SG = 0, SU = 1, SN = 2, SO = 3, SI = 4, SGV = 5, SX = 6, SNV = 7, SR = 8;
+const siluBody = () => code(
+  op.get(SN), op.i32(2), op.shl, op.set(SN), op.i32(0), op.set(SI),
   op.block, op.loop,
-  op.get(AJ), op.get(AS), op.ge_u, op.br_if(1),
-  op.v128_zero, op.set(AACC), op.i32(0), op.set(AE),
-  op.loop,
-  madd(op.get(AACC), [op.get(AQ), op.get(AE), op.add, op.v128_load], [op.get(AP), op.get(AE), op.add, op.v128_load]),
-  op.set(AACC),
-  incr(AE, 16), op.get(AE), op.get(ADB), op.lt_u, op.br_if(0),
-  op.end,
-  op.get(AOUT), op.get(AJ), op.i32(2), op.shl, op.add, hsum(AACC), op.f32_store,
-  op.get(AP), op.get(ADB), op.add, op.set(AP), incr(AJ, 1), op.br(0),
+  op.get(SI), op.get(SN), op.ge_u, op.br_if(1),
+  op.get(SG), op.get(SI), op.add, op.v128_load, op.set(SGV),
+  op.get(SGV), op.f32x4_neg, op.set(SX),
+  op.get(SO), op.get(SI), op.add,
+  op.get(SGV), vconst(1), expOf(SX, SNV, SR), op.f32x4_add, op.f32x4_div,
+  op.get(SU), op.get(SI), op.add, op.v128_load, op.f32x4_mul,
+  op.v128_store,
+  incr(SI, 16), op.br(0),
   op.end, op.end
 );
-// mix's params: w 0, v 1, S 2, D 3, out 4 (same locals)
-const mixBody = () => code(
-  op.get(AD), op.i32(2), op.shl, op.set(ADB),
-  op.i32(0), op.set(AE),
+const siluLocals = [[1, I32], [4, V128]];
+
+// --- softmax_rows(src, stride, T, first, scale, dst): the causal softmax ---------------
+// T rows of scores, `stride` floats apart (a multiple of 4) in src and dst; row i keeps
+// its first `first + i` entries (the keys up to the query's position): dst = softmax of
+// those entries times `scale`, and zeros after them. Four lanes at a time; the lanes past
+// a row's last key are masked (to -inf for the maximum, to 0 after the exponential).
+// params 0..5 (scale f32); i32 locals i 6, n 7, e 8, sp 9, dp 10, strideBytes 11;
+// v128 locals v 12, max 13, sum 14, expN 15, expR 16; f32 local total 17.
+const PS = 0, PSTRIDE = 1, PT = 2, PFIRST = 3, PSCALE = 4, PD = 5;
+const PI = 6, PN = 7, PE = 8, PSP = 9, PDP = 10, PSB = 11, PV = 12, PMAX = 13, PSUM = 14, PXN = 15, PXR = 16, PTOT = 17;
+// the lanes e .. e + 3 that are keys of this row (all ones) or not (zeros)
+const keyLanes = () => code(op.get(PE), op.i32x4_splat, op.i32x4_const(0, 1, 2, 3), op.i32x4_add,
+  op.get(PN), op.i32x4_splat, op.i32x4_lt_s);
+// for e = 0, 4, ... while e < limit (a local): body
+function lanesLoop(limit, body) {
+  return code(op.i32(0), op.set(PE), op.block, op.loop,
+    op.get(PE), op.get(limit), op.ge_u, op.br_if(1), body, incr(PE, 4), op.br(0), op.end, op.end);
+}
+const scaled = () => code(op.get(PSP), op.get(PE), op.i32(2), op.shl, op.add, op.v128_load,
+  op.get(PSCALE), op.f32x4_splat, op.f32x4_mul);
+const dstAt = () => code(op.get(PDP), op.get(PE), op.i32(2), op.shl, op.add);
+const softmaxBody = () => code(
+  op.get(PSTRIDE), op.i32(2), op.shl, op.set(PSB),
+  op.get(PS), op.set(PSP), op.get(PD), op.set(PDP), op.get(PFIRST), op.set(PN), op.i32(0), op.set(PI),
   op.block, op.loop,
-  op.get(AE), op.get(ADB), op.ge_u, op.br_if(1),
-  op.v128_zero, op.set(AACC), op.i32(0), op.set(AJ), op.get(AK), op.get(AE), op.add, op.set(AP),
-  op.block, op.loop,
-  op.get(AJ), op.get(AS), op.ge_u, op.br_if(1),
-  madd(op.get(AACC), [op.get(AQ), op.get(AJ), op.i32(2), op.shl, op.add, op.f32_load, op.f32x4_splat],
-  [op.get(AP), op.v128_load]), op.set(AACC),
-  op.get(AP), op.get(ADB), op.add, op.set(AP), incr(AJ, 1), op.br(0),
+  op.get(PI), op.get(PT), op.ge_u, op.br_if(1),
+  // the row's maximum
+  vconst(-Infinity), op.set(PMAX),
+  lanesLoop(PN, code(op.get(PMAX), scaled(), vconst(-Infinity), keyLanes(), op.bitselect, op.f32x4_max, op.set(PMAX))),
+  op.get(PMAX), op.lane(0), op.get(PMAX), op.lane(1), op.f32_max,
+  op.get(PMAX), op.lane(2), op.get(PMAX), op.lane(3), op.f32_max, op.f32_max, op.f32x4_splat, op.set(PMAX),
+  // the exponentials, and their sum
+  op.v128_zero, op.set(PSUM),
+  lanesLoop(PN, code(scaled(), op.get(PMAX), op.f32x4_sub, op.set(PV),
+    expOf(PV, PXN, PXR), keyLanes(), op.v128_and, op.set(PV),
+    dstAt(), op.get(PV), op.v128_store, op.get(PSUM), op.get(PV), op.f32x4_add, op.set(PSUM))),
+  hsum(PSUM), op.set(PTOT),
+  // divided by the sum; zeros after the row's keys
+  lanesLoop(PN, code(dstAt(), dstAt(), op.v128_load, op.get(PTOT), op.f32x4_splat, op.f32x4_div, op.v128_store)),
+  op.block, op.loop, // e continues from the first group past the keys
+  op.get(PE), op.get(PSTRIDE), op.ge_u, op.br_if(1),
+  dstAt(), op.v128_zero, op.v128_store, incr(PE, 4), op.br(0),
   op.end, op.end,
-  op.get(AOUT), op.get(AE), op.add, op.get(AACC), op.v128_store,
-  incr(AE, 16), op.br(0),
+  op.get(PSP), op.get(PSB), op.add, op.set(PSP), op.get(PDP), op.get(PSB), op.add, op.set(PDP),
+  incr(PN, 1), incr(PI, 1), op.br(0),
   op.end, op.end
 );
-const attentionLocals = [[4, I32], [1, V128]];
+const softmaxLocals = [[6, I32], [5, V128], [1, F32]];
+
+// --- matmul_nn(x, T, K, B, N, out): out (T, N) = x (T, K) @ B (K, N) ---------------------
+// B not transposed (the values (S, D) of the attention's mixing; N a multiple of 4).
+// Tiles of two tokens x sixteen columns: step k loads B's four vectors of row k once
+// and each token's x[t, k] once, splat to four lanes (8 products, 6 loads).
+// params 0..5; i32 locals c0 6, t 7, k 8, bp 9, x_0 10, x_1 11, rowBytesB 12,
+// rowBytesX 13, o 14; v128 locals acc 15..22 (token j, vector v: 15 + 4j + v), b 23..26, s 27..28.
+const NX = 0, NT = 1, NK = 2, NB = 3, NN = 4, NO = 5;
+const NC0 = 6, NTOK = 7, NKK = 8, NBP = 9, NX0 = 10, NRB = 12, NRX = 13, NOP = 14, NACC = 15, NBV = 23, NS = 27;
+function tileNN(nTok, nVec) {
+  const acc = (j, v) => NACC + 4 * j + v;
+  const out = [];
+  for (let j = 0; j < nTok; j++) {
+    out.push(op.get(NX), op.get(NTOK), op.i32(j), op.add, op.get(NRX), op.mul, op.add, op.set(NX0 + j));
+    for (let v = 0; v < nVec; v++) out.push(op.v128_zero, op.set(acc(j, v)));
+  }
+  out.push(op.get(NB), op.get(NC0), op.i32(2), op.shl, op.add, op.set(NBP), op.i32(0), op.set(NKK), op.loop);
+  for (let v = 0; v < nVec; v++) out.push(op.get(NBP), vload(16 * v), op.set(NBV + v));
+  for (let j = 0; j < nTok; j++) out.push(op.get(NX0 + j), op.get(NKK), op.add, splatLoad(0), op.set(NS + j));
+  for (let j = 0; j < nTok; j++) {
+    for (let v = 0; v < nVec; v++) out.push(madd(op.get(acc(j, v)), op.get(NS + j), op.get(NBV + v)), op.set(acc(j, v)));
+  }
+  out.push(op.get(NBP), op.get(NRB), op.add, op.set(NBP), incr(NKK, 4),
+    op.get(NKK), op.get(NRX), op.lt_u, op.br_if(0), op.end);
+  out.push(op.get(NO), op.get(NTOK), op.get(NN), op.mul, op.get(NC0), op.add, op.i32(2), op.shl, op.add, op.set(NOP));
+  for (let j = 0; j < nTok; j++) {
+    for (let v = 0; v < nVec; v++) out.push(op.get(NOP), op.get(acc(j, v)), vstore(16 * v));
+    if (j === 0 && nTok > 1) out.push(op.get(NOP), op.get(NRB), op.add, op.set(NOP));
+  }
+  return code(out, incr(NTOK, nTok));
+}
+function columnsPass(nVec) { // columns c0 .. c0 + 4 nVec - 1: every token, two at a time
+  return code(
+    op.i32(0), op.set(NTOK),
+    op.block, op.loop, op.get(NTOK), op.i32(2), op.add, op.get(NT), op.gt_u, op.br_if(1), tileNN(2, nVec), op.br(0), op.end, op.end,
+    op.block, op.loop, op.get(NTOK), op.get(NT), op.ge_u, op.br_if(1), tileNN(1, nVec), op.br(0), op.end, op.end,
+    incr(NC0, 4 * nVec)
+  );
+}
+const matmulNNBody = () => code(
+  op.get(NN), op.i32(2), op.shl, op.set(NRB), op.get(NK), op.i32(2), op.shl, op.set(NRX),
+  op.i32(0), op.set(NC0),
+  op.block, op.loop, op.get(NC0), op.i32(16), op.add, op.get(NN), op.gt_u, op.br_if(1), columnsPass(4), op.br(0), op.end, op.end,
+  op.block, op.loop, op.get(NC0), op.i32(4), op.add, op.get(NN), op.gt_u, op.br_if(1), columnsPass(1), op.br(0), op.end, op.end
+);
+const matmulNNLocals = [[9, I32], [14, V128]];
+
+// --- rms_norm(x, T, d, weight, eps, out): weight * x / sqrt(mean(x^2) + eps), per row ----
+// d a multiple of 4. params 0..5 (eps f32); i32 locals t 6, e 7, rowBytes 8, xp 9, op 10;
+// v128 locals acc 11, inv 12.
+const RX = 0, RT = 1, RD = 2, RW = 3, REPS = 4, RO = 5, RTK = 6, RE = 7, RRB = 8, RXP = 9, ROP = 10, RACC = 11, RINV = 12;
+const rmsNormBody = () => code(
+  op.get(RD), op.i32(2), op.shl, op.set(RRB), op.get(RX), op.set(RXP), op.get(RO), op.set(ROP), op.i32(0), op.set(RTK),
+  op.block, op.loop,
+  op.get(RTK), op.get(RT), op.ge_u, op.br_if(1),
+  op.v128_zero, op.set(RACC), op.i32(0), op.set(RE),
+  op.loop,
+  op.get(RXP), op.get(RE), op.add, op.v128_load, op.set(RINV),
+  madd(op.get(RACC), op.get(RINV), op.get(RINV)), op.set(RACC),
+  incr(RE, 16), op.get(RE), op.get(RRB), op.lt_u, op.br_if(0),
+  op.end,
+  // inv = 1 / sqrt(sum / d + eps), in every lane (torch.rsqrt)
+  op.f32_const(1), hsum(RACC), op.get(RD), op.f32_from_i32, op.f32_div, op.get(REPS), op.f32_add, op.f32_sqrt, op.f32_div,
+  op.f32x4_splat, op.set(RINV),
+  op.i32(0), op.set(RE),
+  op.loop,
+  op.get(ROP), op.get(RE), op.add,
+  op.get(RW), op.get(RE), op.add, op.v128_load,
+  op.get(RXP), op.get(RE), op.add, op.v128_load, op.get(RINV), op.f32x4_mul, op.f32x4_mul,
+  op.v128_store,
+  incr(RE, 16), op.get(RE), op.get(RRB), op.lt_u, op.br_if(0),
+  op.end,
+  op.get(RXP), op.get(RRB), op.add, op.set(RXP), op.get(ROP), op.get(RRB), op.add, op.set(ROP), incr(RTK, 1), op.br(0),
+  op.end, op.end
+);
+const rmsNormLocals = [[5, I32], [2, V128]];
 
 function functionBody(locals, body) {
   let bytes = vec(locals.map(function (l) { return uleb(l[0]).concat([l[1]]); })).concat(body, op.end);
   return uleb(bytes.length).concat(bytes);
 }
 
-// The module's bytes: imports env.memory, exports matmul, dequant_q4_1, dequant_q8_0.
+// The module's bytes: imports env.memory, exports the kernels above.
+const KERNELS = [ // name, type (an index into TYPES), locals, body
+  ["matmul", 0, matmulLocals, matmulBody],
+  ["dequant_q4_1", 1, dequantLocals, () => dequantBody],
+  ["dequant_q8_0", 1, dequantLocals, () => dequantQ8Body],
+  ["matvec_q4_1", 2, matvecLocals, matvecQ4Body],
+  ["matvec_q8_0", 2, matvecLocals, matvecQ8Body],
+  ["silu_mul", 1, siluLocals, siluBody],
+  ["softmax_rows", 3, softmaxLocals, softmaxBody],
+  ["matmul_nn", 0, matmulNNLocals, matmulNNBody],
+  ["rms_norm", 3, rmsNormLocals, rmsNormBody],
+];
+const TYPES = [ // parameters (no results)
+  [I32, I32, I32, I32, I32, I32],
+  [I32, I32, I32, I32],
+  [I32, I32, I32, I32, I32, I32, I32],
+  [I32, I32, I32, I32, F32, I32],
+];
 export function moduleBytes(relaxed = false) {
   RELAXED = relaxed;
-  let types = vec([
-    [0x60].concat(vec([[I32], [I32], [I32], [I32], [I32], [I32]]), vec([])), // matmul
-    [0x60].concat(vec([[I32], [I32], [I32], [I32]]), vec([])), // dequant_q4_1
-    [0x60].concat(vec([[I32], [I32], [I32], [I32], [I32], [I32], [I32]]), vec([])), // matvec_q4_1
-    [0x60].concat(vec([[I32], [I32], [I32], [I32], [I32]]), vec([])), // scores, mix
-  ]);
-  let imports = vec([str("env").concat(str("memory"), [0x02, 0x00], uleb(1))]);
-  let functions = vec([uleb(0), uleb(1), uleb(1), uleb(2), uleb(2), uleb(3), uleb(3)]);
-  let exports = vec([
-    str("matmul").concat([0x00], uleb(0)),
-    str("dequant_q4_1").concat([0x00], uleb(1)),
-    str("dequant_q8_0").concat([0x00], uleb(2)),
-    str("matvec_q4_1").concat([0x00], uleb(3)),
-    str("matvec_q8_0").concat([0x00], uleb(4)),
-    str("scores").concat([0x00], uleb(5)),
-    str("mix").concat([0x00], uleb(6)),
-  ]);
-  let bodies = vec([
-    functionBody(matmulLocals, matmulBody()),
-    functionBody(dequantLocals, dequantBody),
-    functionBody(dequantLocals, dequantQ8Body),
-    functionBody(matvecLocals, matvecQ4Body()),
-    functionBody(matvecLocals, matvecQ8Body()),
-    functionBody(attentionLocals, scoresBody()),
-    functionBody(attentionLocals, mixBody()),
-  ]);
+  const types = vec(TYPES.map((params) => [0x60].concat(vec(params.map((t) => [t])), vec([]))));
+  const imports = vec([str("env").concat(str("memory"), [0x02, 0x00], uleb(1))]);
+  const functions = vec(KERNELS.map(([, type]) => uleb(type)));
+  const exports = vec(KERNELS.map(([name], i) => str(name).concat([0x00], uleb(i))));
+  const bodies = vec(KERNELS.map(([, , locals, body]) => functionBody(locals, body())));
   return new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00].concat(
     section(1, types), section(2, imports), section(3, functions), section(7, exports), section(10, bodies)));
 }
@@ -403,28 +547,32 @@ export class WasmKernels {
     const instance = new WebAssembly.Instance(new WebAssembly.Module(moduleBytes(this.relaxed)), { env: { memory: this.memory } });
     this.exports = instance.exports;
     this.bytes = new Uint8Array(this.memory.buffer, 0, fileLength);
-    this.fallback = new JsKernels(); // attention beyond the workspace
+    this.fallback = new JsKernels(); // what goes beyond the workspace
   }
 
   // Room after the file for: the float16 table, one dequantised matrix of maxMatrix
-  // values, and x and out of maxTokens x maxWidth values each. Growing the memory
-  // replaces its buffer: rebind the file's tensors to `bytes` afterwards.
-  reserve(maxMatrix, maxTokens, maxWidth, { maxKeys = 0, queryWidth = 0, kvWidth = 0 } = {}) {
+  // values, and x and out of maxTokens x maxWidth values each; for the attention, up
+  // to maxKeys positions of headDim-wide heads. Growing the memory replaces its buffer:
+  // rebind the file's tensors to `bytes` afterwards.
+  reserve(maxMatrix, maxTokens, maxWidth, { maxKeys = 0, headDim = 0 } = {}) {
     this.halfAt = align(this.fileLength, 16);
     this.weightAt = this.halfAt + 65536 * 4;
     this.xAt = this.weightAt + maxMatrix * 4;
     this.outAt = this.xAt + maxTokens * maxWidth * 4;
     this.xsumAt = this.outAt + Math.max(maxTokens * maxWidth, maxMatrix / maxWidth) * 4;
-    // attention: the queries and context vectors (maxKeys, queryWidth), keys and values
-    // (maxKeys, kvWidth), one row of scores and weights (maxKeys)
+    // attention, one head at a time: its queries and context vectors (maxKeys, D), its
+    // keys and values (keys padded to a multiple of 4, D), scores and weights (maxKeys,
+    // padded keys); a norm's weight (maxWidth)
     this.maxKeys = maxKeys;
+    const keys = align(maxKeys, 4);
     this.qAt = align(this.xsumAt + maxWidth * 4, 16);
-    this.ctxAt = this.qAt + maxKeys * queryWidth * 4;
-    this.kAt = this.ctxAt + maxKeys * queryWidth * 4;
-    this.vAt = this.kAt + maxKeys * kvWidth * 4;
-    this.scoresAt = this.vAt + maxKeys * kvWidth * 4;
-    this.wAt = this.scoresAt + maxKeys * 4;
-    const end = this.wAt + maxKeys * 4;
+    this.ctxAt = this.qAt + maxKeys * headDim * 4;
+    this.kAt = this.ctxAt + maxKeys * headDim * 4;
+    this.vAt = this.kAt + keys * headDim * 4;
+    this.scoresAt = this.vAt + keys * headDim * 4;
+    this.wAt = this.scoresAt + maxKeys * keys * 4;
+    this.normAt = this.wAt + maxKeys * keys * 4;
+    const end = this.normAt + maxWidth * 4;
     const pages = Math.ceil(end / PAGE) - this.memory.buffer.byteLength / PAGE;
     if (pages > 0) this.memory.grow(pages);
     this.bytes = new Uint8Array(this.memory.buffer, 0, this.fileLength);
@@ -432,6 +580,7 @@ export class WasmKernels {
     this.f32.set(HALF_TABLE, this.halfAt / 4);
     this.maxTokens = maxTokens;
     this.maxMatrix = maxMatrix;
+    this.maxWidth = maxWidth;
     return this;
   }
 
@@ -487,20 +636,18 @@ export class WasmKernels {
     return this.f32.slice(this.outAt / 4, this.outAt / 4 + T * rows);
   }
 
-  // model.js's JsKernels.attention, its dot products and mixing in WebAssembly: per
-  // key/value head, that head's cached keys and values are copied into the workspace.
+  // model.js's JsKernels.attention, one head at a time as three WebAssembly calls:
+  // scores = queries @ keys.T (matmul), the causal softmax (softmax_rows), weights @
+  // values (matmul_nn). The head's queries, keys and values are copied into the
+  // workspace first (keys padded with zero rows to a multiple of 4).
   attention(args) {
     const { queries, T, H, group, D, past, cache, ablateHeads, attnWeights, contextVecs } = args;
     const S = cache.length;
     if (S > this.maxKeys || D % 4) return this.fallback.attention(args);
     const f32 = this.f32;
-    const { scores, mix } = this.exports;
-    const scale = 1 / Math.sqrt(D);
-    f32.set(queries.subarray(0, T * H * D), this.qAt / 4);
-    f32.fill(0, this.ctxAt / 4, this.ctxAt / 4 + T * H * D);
-    const row = f32.subarray(this.scoresAt / 4, this.scoresAt / 4 + S);
-    const weights = f32.subarray(this.wAt / 4, this.wAt / 4 + S);
-    const e = new Float64Array(S);
+    const { matmul, softmax_rows, matmul_nn } = this.exports;
+    const keys = align(S, 4);
+    const [q, ctx, scores, weights] = [this.qAt, this.ctxAt, this.scoresAt, this.wAt].map((at) => at / 4);
     let copied = -1;
     for (let h = 0; h < H; h++) {
       const ablated = ablateHeads.has(h);
@@ -510,27 +657,58 @@ export class WasmKernels {
         const from = kv * cache.capacity * D;
         f32.set(cache.keys.subarray(from, from + S * D), this.kAt / 4);
         f32.set(cache.values.subarray(from, from + S * D), this.vAt / 4);
+        f32.fill(0, (this.kAt / 4) + S * D, (this.kAt / 4) + keys * D);
+        f32.fill(0, (this.vAt / 4) + S * D, (this.vAt / 4) + keys * D);
         copied = kv;
       }
+      for (let i = 0; i < T; i++) { // head h's queries, (T, D)
+        const from = (i * H + h) * D;
+        for (let e = 0; e < D; e++) f32[q + i * D + e] = queries[from + e];
+      }
+      matmul(this.qAt, T, D, this.kAt, keys, this.scoresAt); // (T, keys)
+      softmax_rows(this.scoresAt, keys, T, past + 1, 1 / Math.sqrt(D), this.wAt); // (T, keys)
+      if (attnWeights) {
+        for (let i = 0; i < T; i++) attnWeights.set(f32.subarray(weights + i * keys, weights + i * keys + S), (h * T + i) * S);
+      }
+      if (ablated) continue; // ablation: the head's context vectors stay zero
+      matmul_nn(this.wAt, T, keys, this.vAt, D, this.ctxAt); // (T, D)
       for (let i = 0; i < T; i++) {
-        const n = past + i + 1; // causal: keys up to the query's own position
-        scores(this.qAt + (i * H + h) * D * 4, this.kAt, n, D, this.scoresAt);
-        let max = -Infinity;
-        for (let j = 0; j < n; j++) {
-          e[j] = row[j] * scale;
-          if (e[j] > max) max = e[j];
-        }
-        let sum = 0;
-        for (let j = 0; j < n; j++) {
-          e[j] = Math.exp(e[j] - max);
-          sum += e[j];
-        }
-        for (let j = 0; j < n; j++) weights[j] = e[j] / sum;
-        if (attnWeights) attnWeights.set(weights.subarray(0, n), (h * T + i) * S);
-        if (!ablated) mix(this.wAt, this.vAt, n, D, this.ctxAt + (i * H + h) * D * 4);
+        const to = (i * H + h) * D;
+        for (let e = 0; e < D; e++) contextVecs[to + e] = f32[ctx + i * D + e];
       }
     }
-    contextVecs.set(f32.subarray(this.ctxAt / 4, this.ctxAt / 4 + T * H * D));
+  }
+
+  // silu(gate) * up (SwiGLU's hidden layer), as JsKernels.siluMul, a workspace at a time.
+  siluMul(gate, up) {
+    const n = gate.length;
+    if (n % 4) return this.fallback.siluMul(gate, up);
+    const out = new Float32Array(n);
+    const chunk = this.maxTokens * this.maxWidth;
+    for (let start = 0; start < n; start += chunk) {
+      const m = Math.min(chunk, n - start);
+      this.f32.set(gate.subarray(start, start + m), this.xAt / 4);
+      this.f32.set(up.subarray(start, start + m), this.outAt / 4);
+      this.exports.silu_mul(this.xAt, this.outAt, m, this.xAt);
+      out.set(this.f32.subarray(this.xAt / 4, this.xAt / 4 + m), start);
+    }
+    return out;
+  }
+
+  // RMSNorm of T rows (T, d), as JsKernels.rmsNorm, as many rows at a time as fit.
+  rmsNorm(x, T, weight, eps) {
+    const d = weight.length;
+    if (d % 4 || d > this.maxWidth) return this.fallback.rmsNorm(x, T, weight, eps);
+    const out = new Float32Array(T * d);
+    const rows = Math.floor((this.maxTokens * this.maxWidth) / d);
+    this.f32.set(weight, this.normAt / 4);
+    for (let t = 0; t < T; t += rows) {
+      const n = Math.min(rows, T - t);
+      this.f32.set(x.subarray(t * d, (t + n) * d), this.xAt / 4);
+      this.exports.rms_norm(this.xAt, n, d, this.normAt, eps, this.outAt);
+      out.set(this.f32.subarray(this.outAt / 4, this.outAt / 4 + n * d), t * d);
+    }
+    return out;
   }
 
   // More tokens than the workspace holds: maxTokens at a time.

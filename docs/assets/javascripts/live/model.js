@@ -169,6 +169,29 @@ export class JsKernels {
       }
     }
   }
+  // RMSNorm's arithmetic: weight * x / sqrt(mean(x**2) + eps) for each of the T rows of
+  // x (T, d), d = weight.length.
+  rmsNorm(x, T, weight, eps) {
+    const d = weight.length;
+    const out = new Float32Array(T * d);
+    for (let t = 0; t < T; t++) {
+      let meanSquare = 0;
+      for (let c = 0; c < d; c++) meanSquare += x[t * d + c] * x[t * d + c];
+      meanSquare = Math.fround(meanSquare / d);
+      const inv = Math.fround(1 / Math.sqrt(Math.fround(meanSquare + eps))); // torch.rsqrt
+      for (let c = 0; c < d; c++) out[t * d + c] = weight[c] * Math.fround(x[t * d + c] * inv);
+    }
+    return out;
+  }
+  // SwiGLU's hidden layer: silu(gate) * up, element by element (silu(g) = g / (1 + e^-g)).
+  siluMul(gate, up) {
+    const hidden = new Float32Array(gate.length);
+    for (let i = 0; i < gate.length; i++) {
+      const g = gate[i];
+      hidden[i] = Math.fround(g / (1 + Math.exp(-g))) * up[i];
+    }
+    return hidden;
+  }
   // vector (d_model) . every row of `tensor` (V, d_model).
   logits(tensor, vector) {
     const logits = new Float32Array(tensor.rows);
@@ -202,22 +225,15 @@ export class Linear {
 // --- the model's pieces -------------------------------------------------------------------
 
 // weight * x / sqrt(mean(x**2) + eps), each of the T rows; x (T, d_model) -> same.
+// The kernels compute it (JsKernels.rmsNorm, or kernels.js's rms_norm).
 export class RMSNorm {
-  constructor(weight, eps) {
+  constructor(weight, eps, kernels) {
     this.weight = weight; // Float32Array(d_model)
     this.eps = eps;
+    this.kernels = kernels;
   }
   forward(x, T) {
-    const d = this.weight.length;
-    const out = new Float32Array(T * d);
-    for (let t = 0; t < T; t++) {
-      let meanSquare = 0;
-      for (let c = 0; c < d; c++) meanSquare += x[t * d + c] * x[t * d + c];
-      meanSquare = Math.fround(meanSquare / d);
-      const inv = Math.fround(1 / Math.sqrt(Math.fround(meanSquare + this.eps))); // torch.rsqrt
-      for (let c = 0; c < d; c++) out[t * d + c] = this.weight[c] * Math.fround(x[t * d + c] * inv);
-    }
-    return out;
+    return this.kernels.rmsNorm(x, T, this.weight, this.eps);
   }
 }
 
@@ -333,8 +349,8 @@ export class Attention {
     this.o_proj = new Linear(part.o_proj, kernels);
     // Qwen2's q/k/v biases and Qwen3's per-head q/k norms, where the family gives them
     this.biases = [part.q_bias, part.k_bias, part.v_bias].map((b) => b ?? null);
-    this.q_norm = part.q_norm ? new RMSNorm(part.q_norm, config.rms_eps) : null;
-    this.k_norm = part.k_norm ? new RMSNorm(part.k_norm, config.rms_eps) : null;
+    this.q_norm = part.q_norm ? new RMSNorm(part.q_norm, config.rms_eps, kernels) : null;
+    this.k_norm = part.k_norm ? new RMSNorm(part.k_norm, config.rms_eps, kernels) : null;
     this.kernels = kernels;
   }
   // x (T, d_model), already normalised -> (T, d_model). The new keys and values are
@@ -367,15 +383,12 @@ export class SwiGLU {
     this.gate_proj = new Linear(part.gate_proj, kernels);
     this.up_proj = new Linear(part.up_proj, kernels);
     this.down_proj = new Linear(part.down_proj, kernels);
+    this.kernels = kernels;
   }
   forward(x, T) {
     const gate = this.gate_proj.forward(x, T); // (T, ffn_dim)
     const up = this.up_proj.forward(x, T); // (T, ffn_dim)
-    const hidden = new Float32Array(gate.length);
-    for (let i = 0; i < gate.length; i++) {
-      const g = gate[i];
-      hidden[i] = Math.fround(g / (1 + Math.exp(-g))) * up[i]; // silu(gate) * up
-    }
+    const hidden = this.kernels.siluMul(gate, up); // silu(gate) * up
     return this.down_proj.forward(hidden, T); // (T, d_model)
   }
 }
@@ -383,9 +396,9 @@ export class SwiGLU {
 // One Llama layer: pre-norm attention and pre-norm SwiGLU, each added back.
 export class DecoderBlock {
   constructor(config, part, kernels) {
-    this.attn_norm = new RMSNorm(part.attn_norm, config.rms_eps);
+    this.attn_norm = new RMSNorm(part.attn_norm, config.rms_eps, kernels);
     this.attn = new Attention(config, part, kernels);
-    this.ffn_norm = new RMSNorm(part.ffn_norm, config.rms_eps);
+    this.ffn_norm = new RMSNorm(part.ffn_norm, config.rms_eps, kernels);
     this.ffn = new SwiGLU(part, kernels);
   }
   forward(x, T, rotary, cosSin, cache, ablateHeads, attnWeights) {
@@ -406,7 +419,7 @@ export class LlamaModel {
     this.embed = parts.embed; // (V, d_model), quantised, read a row at a time
     this.lm_head = parts.lm_head || parts.embed; // tied unless the file has its own
     this.layers = parts.layers.map((part) => new DecoderBlock(config, part, kernels));
-    this.norm = new RMSNorm(parts.norm, config.rms_eps);
+    this.norm = new RMSNorm(parts.norm, config.rms_eps, kernels);
     this.rotary = new RotaryEmbedding(config.head_dim, config.rope_theta, parts.rope_freqs ?? null); // one for all layers
   }
 
