@@ -104,13 +104,13 @@ test("the WebAssembly Q8_0 dequantisation and the logits equal gguf.js's", () =>
 
 test("the WebAssembly matmul equals the JavaScript one and a float64 reference", () => {
   const k = engine.model.kernels;
-  for (const [T, cols, rows] of [[1, 8, 3], [5, 36, 7], [9, 576, 13]]) {
+  for (const [T, cols, rows, stride] of [[1, 8, 3, 8], [5, 36, 7, 36], [9, 576, 13, 576], [5, 8, 6, 20]]) {
     const x = randomArray(T * cols, T);
     const W = randomArray(rows * cols, rows);
     const js = model.matmulTransposed(x, T, cols, W, rows, new Float32Array(T * rows));
-    k.f32.set(x, k.xAt / 4);
+    for (let t = 0; t < T; t++) k.f32.set(x.subarray(t * cols, (t + 1) * cols), k.xAt / 4 + t * stride); // rows `stride` apart
     k.f32.set(W, k.weightAt / 4);
-    k.exports.matmul(k.xAt, T, cols, k.weightAt, rows, k.outAt);
+    k.exports.matmul(k.xAt, T, cols, k.weightAt, rows, k.outAt, stride);
     const wasm = k.f32.slice(k.outAt / 4, k.outAt / 4 + T * rows);
     for (let t = 0; t < T; t++) {
       for (let r = 0; r < rows; r++) {

@@ -6,13 +6,13 @@
 //       value = d * nibble + m in float32, as gguf/quants.py (half: a float16 -> float32
 //       table of 65,536 entries in the same memory);
 //   dequant_q8_0(src, blocks, dst, half): the same for Q8_0 (value = d * int8);
-//   matmul(x, T, cols, W, rows, out): out (T, rows) = x (T, cols) @ W.T, in tiles of
+//   matmul(x, T, cols, W, rows, out, xStride): out (T, rows) = x (T, cols) @ W.T, in tiles of
 //       four rows by two tokens, four lanes of float32 at a time (cols a multiple of 4):
 //       every Linear, and the attention's scores (queries @ keys.T);
 //   matvec_q4_1 / matvec_q8_0(x, src, rows, blocks, half, out, xsum): one token's
 //       product with quantised rows, each block's d (and m) applied to its dot product,
 //       no dequantised matrix written (decoding: every weight read once);
-//   matmul_nn(x, T, K, B, N, out): out (T, N) = x (T, K) @ B (K, N): the attention's
+//   matmul_nn(x, T, K, B, N, out, outStride): out (T, N) = x (T, K) @ B (K, N): the attention's
 //       weights @ values;
 //   softmax_rows(src, stride, T, first, scale, dst): the causal softmax of a block of
 //       scores; silu_mul(gate, up, n, out): SwiGLU's silu(gate) * up; rms_norm(x, T, d,
@@ -113,13 +113,14 @@ const vstore = (offset) => [0xfd, 0x0b, 2].concat(uleb(offset));
 const splatLoad = (offset) => [0xfd, 0x09, 2].concat(uleb(offset));
 function incr(local, n) { return code(op.get(local), op.i32(n), op.add, op.set(local)); }
 
-// --- matmul(x, T, cols, W, rows, out) --------------------------------------------------
+// --- matmul(x, T, cols, W, rows, out, xStride) -----------------------------------------
 // Tiles of TILE_ROWS weight rows x TILE_TOKENS tokens: each weight vector loaded once
 // serves every token of the tile, each token vector every row (8 products, 6 loads).
-// params 0..5; i32 locals: r, t, c, wRow, x_k (one per token of a tile), rowBytes, o,
-// outStride; v128 locals: acc (row i, token k), w_i (one per row of a tile), then the
-// token vector being used.
-const X = 0, T = 1, COLS = 2, W = 3, ROWS = 4, OUT = 5;
+// x's rows are xStride floats apart (cols, or wider: one head of the queries).
+// params 0..6; i32 locals: r, t, c, wRow, x_k (one per token of a tile), rowBytes, o,
+// outStride, xRowBytes, w_i (one per row of a tile); v128 locals: acc (row i, token k),
+// w_i, then the token vector being used.
+const X = 0, T = 1, COLS = 2, W = 3, ROWS = 4, OUT = 5, XSTRIDE = 6;
 // Measured on the shared 2-core machine (Zen 4, Node 20, T = 128, 1536 x 576 and
 // 576 x 1536, CPU time), in GMAC/s with relaxed SIMD's fused multiply-add / without:
 // 4 x 2 25.0 / 19.4, 2 x 4 24.8 / 18.7, 3 x 3 25.0 / 10.8, 2 x 3 19.7 / 18.0, 3 x 4
@@ -129,8 +130,9 @@ const X = 0, T = 1, COLS = 2, W = 3, ROWS = 4, OUT = 5;
 // keeps 4 x 2 in registers: V8 hoists every load of the step before its first product.
 const TILE_ROWS = 4;
 const TILE_TOKENS = 2;
-const R = 6, TOK = 7, C = 8, WROW = 9, X0 = 10, ROWBYTES = 10 + TILE_TOKENS, O = 11 + TILE_TOKENS, STRIDE = 12 + TILE_TOKENS;
-const WP = 13 + TILE_TOKENS; // row i of the tile starts at w_i = wRow + i * rowBytes
+const R = 7, TOK = 8, C = 9, WROW = 10, X0 = 11, ROWBYTES = 11 + TILE_TOKENS, O = 12 + TILE_TOKENS, STRIDE = 13 + TILE_TOKENS;
+const XROWBYTES = 14 + TILE_TOKENS;
+const WP = 15 + TILE_TOKENS; // row i of the tile starts at w_i = wRow + i * rowBytes
 const ACC = WP + TILE_ROWS, WV = ACC + TILE_ROWS * TILE_TOKENS, XV = WV + TILE_ROWS;
 
 function hsum(acc) { // the four lanes of acc, summed: (l0 + l1) + (l2 + l3)
@@ -152,11 +154,11 @@ function dotLoop(nRows, nTok) {
   return code(op.i32(0), op.set(C), op.loop, body, incr(C, 16),
     op.get(C), op.get(ROWBYTES), op.lt_u, op.br_if(0), op.end);
 }
-// x_k = x + (t + k) * rowBytes; acc = 0; dot; out[(t + k) * rows + r + i] = sum(acc(i, k)).
+// x_k = x + (t + k) * xRowBytes; acc = 0; dot; out[(t + k) * rows + r + i] = sum(acc(i, k)).
 function tile(nRows, nTok) {
   let setup = [];
   for (let k = 0; k < nTok; k++) {
-    setup.push(op.get(X), op.get(TOK), op.i32(k), op.add, op.get(ROWBYTES), op.mul, op.add, op.set(X0 + k));
+    setup.push(op.get(X), op.get(TOK), op.i32(k), op.add, op.get(XROWBYTES), op.mul, op.add, op.set(X0 + k));
     for (let i = 0; i < nRows; i++) setup.push(op.v128_zero, op.set(ACC + TILE_TOKENS * i + k));
   }
   let store = [op.get(OUT), op.get(TOK), op.get(ROWS), op.mul, op.get(R), op.add, op.i32(2), op.shl, op.add, op.set(O)];
@@ -187,6 +189,7 @@ function rowsPass(nRows) {
 }
 const matmulBody = () => code(
   op.get(COLS), op.i32(2), op.shl, op.set(ROWBYTES),
+  op.get(XSTRIDE), op.i32(2), op.shl, op.set(XROWBYTES),
   op.get(ROWS), op.i32(2), op.shl, op.set(STRIDE),
   op.i32(0), op.set(R),
   op.block, op.loop, // TILE_ROWS rows at a time while r + TILE_ROWS <= rows
@@ -198,7 +201,7 @@ const matmulBody = () => code(
   rowsPass(1), op.br(0),
   op.end, op.end
 );
-const matmulLocals = [[7 + TILE_TOKENS + TILE_ROWS, I32], [TILE_ROWS * TILE_TOKENS + TILE_ROWS + 1, V128]];
+const matmulLocals = [[8 + TILE_TOKENS + TILE_ROWS, I32], [TILE_ROWS * TILE_TOKENS + TILE_ROWS + 1, V128]];
 
 // --- dequant_q4_1(src, blocks, dst, half) and dequant_q8_0 -----------------------------
 // params 0..3; i32 local: b 4; v128 locals: d 5, m 6, bytes 7, half16 8.
@@ -403,14 +406,16 @@ const softmaxBody = () => code(
 );
 const softmaxLocals = [[6, I32], [5, V128], [1, F32]];
 
-// --- matmul_nn(x, T, K, B, N, out): out (T, N) = x (T, K) @ B (K, N) ---------------------
-// B not transposed (the values (S, D) of the attention's mixing; N a multiple of 4).
+// --- matmul_nn(x, T, K, B, N, out, outStride): out (T, N) = x (T, K) @ B (K, N) ----------
+// B not transposed (the values (S, D) of the attention's mixing; N a multiple of 4);
+// out's rows outStride floats apart (N, or wider: one head of the context vectors).
 // Tiles of two tokens x sixteen columns: step k loads B's four vectors of row k once
 // and each token's x[t, k] once, splat to four lanes (8 products, 6 loads).
-// params 0..5; i32 locals c0 6, t 7, k 8, bp 9, x_0 10, x_1 11, rowBytesB 12,
-// rowBytesX 13, o 14; v128 locals acc 15..22 (token j, vector v: 15 + 4j + v), b 23..26, s 27..28.
-const NX = 0, NT = 1, NK = 2, NB = 3, NN = 4, NO = 5;
-const NC0 = 6, NTOK = 7, NKK = 8, NBP = 9, NX0 = 10, NRB = 12, NRX = 13, NOP = 14, NACC = 15, NBV = 23, NS = 27;
+// params 0..6; i32 locals c0 7, t 8, k 9, bp 10, x_0 11, x_1 12, rowBytesB 13,
+// rowBytesX 14, o 15, rowBytesOut 16; v128 locals acc 17..24 (token j, vector v:
+// 17 + 4j + v), b 25..28, s 29..30.
+const NX = 0, NT = 1, NK = 2, NB = 3, NN = 4, NO = 5, NOS = 6;
+const NC0 = 7, NTOK = 8, NKK = 9, NBP = 10, NX0 = 11, NRB = 13, NRX = 14, NOP = 15, NRO = 16, NACC = 17, NBV = 25, NS = 29;
 function tileNN(nTok, nVec) {
   const acc = (j, v) => NACC + 4 * j + v;
   const out = [];
@@ -426,10 +431,10 @@ function tileNN(nTok, nVec) {
   }
   out.push(op.get(NBP), op.get(NRB), op.add, op.set(NBP), incr(NKK, 4),
     op.get(NKK), op.get(NRX), op.lt_u, op.br_if(0), op.end);
-  out.push(op.get(NO), op.get(NTOK), op.get(NN), op.mul, op.get(NC0), op.add, op.i32(2), op.shl, op.add, op.set(NOP));
+  out.push(op.get(NO), op.get(NTOK), op.get(NRO), op.mul, op.add, op.get(NC0), op.i32(2), op.shl, op.add, op.set(NOP));
   for (let j = 0; j < nTok; j++) {
     for (let v = 0; v < nVec; v++) out.push(op.get(NOP), op.get(acc(j, v)), vstore(16 * v));
-    if (j === 0 && nTok > 1) out.push(op.get(NOP), op.get(NRB), op.add, op.set(NOP));
+    if (j === 0 && nTok > 1) out.push(op.get(NOP), op.get(NRO), op.add, op.set(NOP));
   }
   return code(out, incr(NTOK, nTok));
 }
@@ -443,11 +448,12 @@ function columnsPass(nVec) { // columns c0 .. c0 + 4 nVec - 1: every token, two 
 }
 const matmulNNBody = () => code(
   op.get(NN), op.i32(2), op.shl, op.set(NRB), op.get(NK), op.i32(2), op.shl, op.set(NRX),
+  op.get(NOS), op.i32(2), op.shl, op.set(NRO),
   op.i32(0), op.set(NC0),
   op.block, op.loop, op.get(NC0), op.i32(16), op.add, op.get(NN), op.gt_u, op.br_if(1), columnsPass(4), op.br(0), op.end, op.end,
   op.block, op.loop, op.get(NC0), op.i32(4), op.add, op.get(NN), op.gt_u, op.br_if(1), columnsPass(1), op.br(0), op.end, op.end
 );
-const matmulNNLocals = [[9, I32], [14, V128]];
+const matmulNNLocals = [[10, I32], [14, V128]];
 
 // --- rms_norm(x, T, d, weight, eps, out): weight * x / sqrt(mean(x^2) + eps), per row ----
 // d a multiple of 4. params 0..5 (eps f32); i32 locals t 6, e 7, rowBytes 8, xp 9, op 10;
@@ -489,17 +495,16 @@ const KERNELS = [ // name, type (an index into TYPES), locals, body
   ["matmul", 0, matmulLocals, matmulBody],
   ["dequant_q4_1", 1, dequantLocals, () => dequantBody],
   ["dequant_q8_0", 1, dequantLocals, () => dequantQ8Body],
-  ["matvec_q4_1", 2, matvecLocals, matvecQ4Body],
-  ["matvec_q8_0", 2, matvecLocals, matvecQ8Body],
+  ["matvec_q4_1", 0, matvecLocals, matvecQ4Body],
+  ["matvec_q8_0", 0, matvecLocals, matvecQ8Body],
   ["silu_mul", 1, siluLocals, siluBody],
-  ["softmax_rows", 3, softmaxLocals, softmaxBody],
+  ["softmax_rows", 2, softmaxLocals, softmaxBody],
   ["matmul_nn", 0, matmulNNLocals, matmulNNBody],
-  ["rms_norm", 3, rmsNormLocals, rmsNormBody],
+  ["rms_norm", 2, rmsNormLocals, rmsNormBody],
 ];
 const TYPES = [ // parameters (no results)
-  [I32, I32, I32, I32, I32, I32],
-  [I32, I32, I32, I32],
   [I32, I32, I32, I32, I32, I32, I32],
+  [I32, I32, I32, I32],
   [I32, I32, I32, I32, F32, I32],
 ];
 export function moduleBytes(relaxed = false) {
@@ -560,14 +565,14 @@ export class WasmKernels {
     this.xAt = this.weightAt + maxMatrix * 4;
     this.outAt = this.xAt + maxTokens * maxWidth * 4;
     this.xsumAt = this.outAt + Math.max(maxTokens * maxWidth, maxMatrix / maxWidth) * 4;
-    // attention, one head at a time: its queries and context vectors (maxKeys, D), its
-    // keys and values (keys padded to a multiple of 4, D), scores and weights (maxKeys,
+    // attention: the queries and context vectors (maxKeys, maxWidth); one head's keys
+    // and values (keys padded to a multiple of 4, D), scores and weights (maxKeys,
     // padded keys); a norm's weight (maxWidth)
     this.maxKeys = maxKeys;
     const keys = align(maxKeys, 4);
     this.qAt = align(this.xsumAt + maxWidth * 4, 16);
-    this.ctxAt = this.qAt + maxKeys * headDim * 4;
-    this.kAt = this.ctxAt + maxKeys * headDim * 4;
+    this.ctxAt = this.qAt + maxKeys * maxWidth * 4;
+    this.kAt = this.ctxAt + maxKeys * maxWidth * 4;
     this.vAt = this.kAt + keys * headDim * 4;
     this.scoresAt = this.vAt + keys * headDim * 4;
     this.wAt = this.scoresAt + maxKeys * keys * 4;
@@ -632,22 +637,26 @@ export class WasmKernels {
       for (let r = 0; r < rows; r++) this.dequantRow(tensor, linear.rowOrder ? linear.rowOrder[r] : r, this.weightAt + r * cols * 4);
     }
     this.f32.set(x.subarray(0, T * cols), this.xAt / 4);
-    this.exports.matmul(this.xAt, T, cols, this.weightAt, rows, this.outAt);
+    this.exports.matmul(this.xAt, T, cols, this.weightAt, rows, this.outAt, cols);
     return this.f32.slice(this.outAt / 4, this.outAt / 4 + T * rows);
   }
 
   // model.js's JsKernels.attention, one head at a time as three WebAssembly calls:
   // scores = queries @ keys.T (matmul), the causal softmax (softmax_rows), weights @
-  // values (matmul_nn). The head's queries, keys and values are copied into the
-  // workspace first (keys padded with zero rows to a multiple of 4).
+  // values (matmul_nn). The queries and the context vectors stay (T, H * D) in the
+  // workspace; a head's keys and values are copied there (padded with zero rows to a
+  // multiple of 4 keys).
   attention(args) {
     const { queries, T, H, group, D, past, cache, ablateHeads, attnWeights, contextVecs } = args;
     const S = cache.length;
-    if (S > this.maxKeys || D % 4) return this.fallback.attention(args);
+    if (S > this.maxKeys || D % 4 || H * D > this.maxWidth) return this.fallback.attention(args);
     const f32 = this.f32;
     const { matmul, softmax_rows, matmul_nn } = this.exports;
     const keys = align(S, 4);
-    const [q, ctx, scores, weights] = [this.qAt, this.ctxAt, this.scoresAt, this.wAt].map((at) => at / 4);
+    const width = H * D;
+    f32.set(queries.subarray(0, T * width), this.qAt / 4);
+    f32.fill(0, this.ctxAt / 4, this.ctxAt / 4 + T * width); // ablated heads stay zero
+    const weights = this.wAt / 4;
     let copied = -1;
     for (let h = 0; h < H; h++) {
       const ablated = ablateHeads.has(h);
@@ -661,22 +670,15 @@ export class WasmKernels {
         f32.fill(0, (this.vAt / 4) + S * D, (this.vAt / 4) + keys * D);
         copied = kv;
       }
-      for (let i = 0; i < T; i++) { // head h's queries, (T, D)
-        const from = (i * H + h) * D;
-        for (let e = 0; e < D; e++) f32[q + i * D + e] = queries[from + e];
-      }
-      matmul(this.qAt, T, D, this.kAt, keys, this.scoresAt); // (T, keys)
+      matmul(this.qAt + h * D * 4, T, D, this.kAt, keys, this.scoresAt, width); // (T, keys)
       softmax_rows(this.scoresAt, keys, T, past + 1, 1 / Math.sqrt(D), this.wAt); // (T, keys)
-      if (attnWeights) {
+      if (attnWeights && keys === S) attnWeights.set(f32.subarray(weights, weights + T * S), h * T * S);
+      else if (attnWeights) {
         for (let i = 0; i < T; i++) attnWeights.set(f32.subarray(weights + i * keys, weights + i * keys + S), (h * T + i) * S);
       }
-      if (ablated) continue; // ablation: the head's context vectors stay zero
-      matmul_nn(this.wAt, T, keys, this.vAt, D, this.ctxAt); // (T, D)
-      for (let i = 0; i < T; i++) {
-        const to = (i * H + h) * D;
-        for (let e = 0; e < D; e++) contextVecs[to + e] = f32[ctx + i * D + e];
-      }
+      if (!ablated) matmul_nn(this.wAt, T, keys, this.vAt, D, this.ctxAt + h * D * 4, width); // (T, D) of (T, H * D)
     }
+    contextVecs.set(f32.subarray(this.ctxAt / 4, this.ctxAt / 4 + T * width));
   }
 
   // silu(gate) * up (SwiGLU's hidden layer), as JsKernels.siluMul, a workspace at a time.
@@ -743,7 +745,7 @@ export class WasmKernels {
       if (tensor.type === "Q8_0") this.exports.dequant_q8_0(src, rows * cols / 32, this.weightAt, this.halfAt);
       else if (tensor.type === "Q4_1") this.exports.dequant_q4_1(src, rows * cols / 32, this.weightAt, this.halfAt);
       else for (let r = 0; r < rows; r++) this.dequantRow(tensor, start + r, this.weightAt + r * cols * 4);
-      this.exports.matmul(this.xAt, 1, cols, this.weightAt, rows, this.outAt);
+      this.exports.matmul(this.xAt, 1, cols, this.weightAt, rows, this.outAt, cols);
       logits.set(this.f32.subarray(this.outAt / 4, this.outAt / 4 + rows), start);
     }
     return logits;

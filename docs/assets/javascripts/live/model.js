@@ -353,10 +353,11 @@ export class Attention {
     this.k_norm = part.k_norm ? new RMSNorm(part.k_norm, config.rms_eps, kernels) : null;
     this.kernels = kernels;
   }
-  // x (T, d_model), already normalised -> (T, d_model). The new keys and values are
-  // appended to `cache` (S = cache.length after it); the weights (H, T, S) are written
-  // into attnWeights when given; heads in ablateHeads add nothing.
-  forward(x, T, rotary, cosSin, cache, ablateHeads, attnWeights) {
+  // x (T, d_model), already normalised -> (keep, d_model): the output of the last
+  // `keep` positions (all T by default). The new keys and values are appended to `cache`
+  // (S = cache.length after it); the weights (H, T, S) are written into attnWeights
+  // when given; heads in ablateHeads add nothing.
+  forward(x, T, rotary, cosSin, cache, ablateHeads, attnWeights, keep = T) {
     const H = this.num_heads;
     const Hkv = this.num_kv_heads;
     const D = this.head_dim;
@@ -373,7 +374,7 @@ export class Attention {
     cache.append(keys, values, T);
     const contextVecs = new Float32Array(T * H * D); // (T, H * D), zero for ablated heads
     this.kernels.attention({ queries, T, H, group, D, past, cache, ablateHeads, attnWeights, contextVecs });
-    return this.o_proj.forward(contextVecs, T); // (T, d_model)
+    return this.o_proj.forward(contextVecs.subarray((T - keep) * H * D), keep); // (keep, d_model)
   }
 }
 
@@ -401,12 +402,15 @@ export class DecoderBlock {
     this.ffn_norm = new RMSNorm(part.ffn_norm, config.rms_eps, kernels);
     this.ffn = new SwiGLU(part, kernels);
   }
-  forward(x, T, rotary, cosSin, cache, ablateHeads, attnWeights) {
-    const attnOut = this.attn.forward(this.attn_norm.forward(x, T), T, rotary, cosSin, cache, ablateHeads, attnWeights);
-    for (let i = 0; i < x.length; i++) x[i] += attnOut[i]; // residual
-    const ffnOut = this.ffn.forward(this.ffn_norm.forward(x, T), T);
-    for (let i = 0; i < x.length; i++) x[i] += ffnOut[i]; // residual
-    return x;
+  // x (T, d_model) -> the last `keep` rows (keep, d_model) (all T by default): every
+  // position's keys and values reach the cache either way.
+  forward(x, T, rotary, cosSin, cache, ablateHeads, attnWeights, keep = T) {
+    const attnOut = this.attn.forward(this.attn_norm.forward(x, T), T, rotary, cosSin, cache, ablateHeads, attnWeights, keep);
+    const h = keep === T ? x : x.slice(x.length - attnOut.length);
+    for (let i = 0; i < h.length; i++) h[i] += attnOut[i]; // residual
+    const ffnOut = this.ffn.forward(this.ffn_norm.forward(h, keep), keep);
+    for (let i = 0; i < h.length; i++) h[i] += ffnOut[i]; // residual
+    return h;
   }
 }
 
@@ -462,12 +466,15 @@ export class LlamaModel {
     const perLayer = c.num_heads * T * S;
     const attention = returnAttention ? new Float32Array(c.num_layers * perLayer) : null;
     const cosSin = this.rotary.cosSin(past, T); // once, for every layer
+    // The last layer's output projection and feed-forward run for the last position
+    // only: the logits read nothing else (Python's model returns every position's).
     for (let l = 0; l < c.num_layers; l++) {
       const weights = attention ? attention.subarray(l * perLayer, (l + 1) * perLayer) : null;
-      x = this.layers[l].forward(x, T, this.rotary, cosSin, layerCaches[l], headsOff[l], weights);
+      const keep = l === c.num_layers - 1 ? 1 : T;
+      x = this.layers[l].forward(x, T, this.rotary, cosSin, layerCaches[l], headsOff[l], weights, keep);
       if (onLayer) onLayer(l);
     }
-    const last = this.norm.forward(x.subarray((T - 1) * d, T * d), 1); // (1, d_model)
+    const last = this.norm.forward(x.subarray(x.length - d), 1); // (1, d_model)
     return { logits: this.kernels.logits(this.lm_head, last), attention, T, S };
   }
 }
