@@ -181,8 +181,9 @@ def benchmark_table(results: dict[str, Any]) -> str:
         f"on {results['machine']['cpu_count']} cores during the run: the machine is shared, "
         "and other runs took cores)."
         + (
-            " The same JavaScript under Node, in CPU time, which a busy machine disturbs "
-            "far less, against PyTorch's CPU time: " + "; ".join(cpu) + "."
+            " The same JavaScript under Node (its relaxed SIMD switched on, so the kernels "
+            "are Chromium's), in CPU time, which a busy machine disturbs far less, against "
+            "PyTorch's CPU time: " + "; ".join(cpu) + "."
             if cpu
             else ""
         ),

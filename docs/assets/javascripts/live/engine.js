@@ -34,6 +34,7 @@ export class Engine {
       kernels = slot.kernels.reserve(widest * config.d_model, Math.min(this.maxTokens, 128), widest, {
         maxKeys: this.maxTokens,
         headDim: config.head_dim,
+        queryWidth: config.num_heads * config.head_dim,
       });
       file.rebind(kernels.bytes); // the memory grew: the same tensors, views on its new buffer
     }

@@ -101,7 +101,8 @@ function code() { // flatten instructions (arrays of bytes, nested) into one arr
 }
 // acc + a * b on f32x4 lanes: a multiply and an add, or one fused multiply-add
 // (relaxed SIMD's f32x4.relaxed_madd) in modules built with `relaxed` where the engine
-// has it (Chromium; Node 20 has not): the same sums, rounded once instead of twice.
+// has it (Chromium; Node 20 behind --experimental-wasm-relaxed-simd, which the tests leave
+// off, so Node tests the other path): the same sums, rounded once instead of twice.
 let RELAXED = false;
 function madd(acc, a, b) {
   return RELAXED ? code(a, b, acc, [0xfd, 0x85, 0x02]) : code(acc, a, b, op.f32x4_mul, op.f32x4_add);
@@ -557,22 +558,22 @@ export class WasmKernels {
 
   // Room after the file for: the float16 table, one dequantised matrix of maxMatrix
   // values, and x and out of maxTokens x maxWidth values each; for the attention, up
-  // to maxKeys positions of headDim-wide heads. Growing the memory replaces its buffer:
-  // rebind the file's tensors to `bytes` afterwards.
-  reserve(maxMatrix, maxTokens, maxWidth, { maxKeys = 0, headDim = 0 } = {}) {
+  // to maxKeys positions of queryWidth (heads x headDim) values. Growing the memory
+  // replaces its buffer: rebind the file's tensors to `bytes` afterwards.
+  reserve(maxMatrix, maxTokens, maxWidth, { maxKeys = 0, headDim = 0, queryWidth = 0 } = {}) {
     this.halfAt = align(this.fileLength, 16);
     this.weightAt = this.halfAt + 65536 * 4;
     this.xAt = this.weightAt + maxMatrix * 4;
     this.outAt = this.xAt + maxTokens * maxWidth * 4;
     this.xsumAt = this.outAt + Math.max(maxTokens * maxWidth, maxMatrix / maxWidth) * 4;
-    // attention: the queries and context vectors (maxKeys, maxWidth); one head's keys
+    // attention: the queries and context vectors (maxKeys, queryWidth); one head's keys
     // and values (keys padded to a multiple of 4, D), scores and weights (maxKeys,
     // padded keys); a norm's weight (maxWidth)
     this.maxKeys = maxKeys;
     const keys = align(maxKeys, 4);
     this.qAt = align(this.xsumAt + maxWidth * 4, 16);
-    this.ctxAt = this.qAt + maxKeys * maxWidth * 4;
-    this.kAt = this.ctxAt + maxKeys * maxWidth * 4;
+    this.ctxAt = this.qAt + maxKeys * queryWidth * 4;
+    this.kAt = this.ctxAt + maxKeys * queryWidth * 4;
     this.vAt = this.kAt + keys * headDim * 4;
     this.scoresAt = this.vAt + keys * headDim * 4;
     this.wAt = this.scoresAt + maxKeys * keys * 4;
@@ -586,6 +587,7 @@ export class WasmKernels {
     this.maxTokens = maxTokens;
     this.maxMatrix = maxMatrix;
     this.maxWidth = maxWidth;
+    this.queryWidth = queryWidth;
     return this;
   }
 
@@ -649,7 +651,7 @@ export class WasmKernels {
   attention(args) {
     const { queries, T, H, group, D, past, cache, ablateHeads, attnWeights, contextVecs } = args;
     const S = cache.length;
-    if (S > this.maxKeys || D % 4 || H * D > this.maxWidth) return this.fallback.attention(args);
+    if (S > this.maxKeys || D % 4 || H * D > this.queryWidth) return this.fallback.attention(args);
     const f32 = this.f32;
     const { matmul, softmax_rows, matmul_nn } = this.exports;
     const keys = align(S, 4);
