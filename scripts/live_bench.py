@@ -11,7 +11,9 @@ hooks/live_model.py shows on the explorer page):
   fresh Python process (imports excluded) for the package's side;
 * the forward pass with every attention weight, for ``T`` = 8, 32 and 128 tokens of
   prose (timed inside the Worker), against ``model(ids, return_attention=True)`` of
-  ``LlamaModel`` on one thread for the same ids, timed in turns with it;
+  ``LlamaModel`` on one thread for the same ids, timed in turns with it; and how much
+  of PyTorch's time is every position's logits, which the page does not compute (it
+  returns the last position's);
 * cached decoding, tokens per second at 32, 128 and 512 tokens of context: the page's
   ``attnlabLive.generate`` (greedy; its per-token times from the Worker, the prompt's
   pass excluded) against one-token steps of ``model(ids, cache=...)`` on one thread;
@@ -112,6 +114,23 @@ def torch_forward_ms(model: Any, ids: list[int]) -> tuple[float, float]:
     with torch.no_grad():
         model(input_ids, return_attention=True)
     return 1000 * (time.perf_counter() - wall), 1000 * (time.process_time() - cpu)
+
+
+def torch_logits_ms(model: Any, T: int, repeats: int) -> float:
+    """Median wall ms of the forward's last step for T positions: norm, then unembed.
+
+    ``LlamaModel`` returns every position's logits; the page computes the last
+    position's only, so this is the part of PyTorch's time the page does not do.
+    """
+    unembed = model.embed.weight if model.lm_head is None else model.lm_head.weight  # (V, d)
+    hidden = torch.randn(1, T, unembed.shape[1])
+    times = []
+    with torch.no_grad():
+        for _ in range(repeats + 1):
+            wall = time.perf_counter()
+            model.norm(hidden) @ unembed.T
+            times.append(1000 * (time.perf_counter() - wall))
+    return statistics.median(times[1:])
 
 
 def torch_decode_ms(model: Any, ids: list[int], steps: int) -> tuple[float, float]:
@@ -332,6 +351,7 @@ def run(quick: bool = False) -> dict[str, Any]:
                     "torch_ms": t,
                     "ratio": b / t,
                     "torch_cpu_ms": statistics.median(cpu for _, cpu in torch_times),
+                    "torch_logits_ms": torch_logits_ms(model, T, settings["repeats"]),
                 }
             )
         for context_length in settings["contexts"]:
