@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -135,34 +136,44 @@ def _quiet_load() -> tuple[float, float] | None:
     return float(llm["load"]["wall_s"]), float(llm["machine"]["load_average_1min"])
 
 
+def _listed(items: Iterable[str]) -> str:
+    """'a, b and c'."""
+    words = list(items)
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
 def benchmark_table(results: dict[str, Any]) -> str:
     """The recorded live benchmark (``scripts/live_bench.py``) as Markdown."""
     forward: list[dict[str, Any]] = results["forward"]
+    decode: list[dict[str, Any]] = results.get("decode", [])
     rows = [
-        "| | In Chromium | `attnlab.llama`, 1 thread | Ratio |",
+        "| | Chromium | PyTorch | Time ratio |",
         "|---|---:|---:|---:|",
-        f"| Load the model (second visit: from the browser's cache) "
-        f"| {results['load_from_cache_ms']:.0f} ms "
-        f"| `load_smollm2()`: {results['torch_load_s']:.1f} s"
-        + (
-            f" (CPU time {results['torch_load_cpu_s']:.1f} s)"
-            if "torch_load_cpu_s" in results
-            else ""
-        )
-        + " | |",
+        f"| Load (from the browser's cache; `load_smollm2()`) "
+        f"| {results['load_from_cache_ms']:.0f} ms | {results['torch_load_s']:.1f} s | |",
     ]
     for run in forward:
         rows.append(
-            f"| Forward pass, {run['T']} tokens, every attention weight "
+            f"| Forward, {run['T']} tokens "
             f"| {run['browser_ms']:.0f} ms | {run['torch_ms']:.0f} ms | {run['ratio']:.1f}× |"
         )
-    for run in results.get("decode", []):
+    for run in decode:
         rows.append(
-            f"| Generating, {run['context']} tokens of context (KV cache) "
-            f"| {run['browser_tokens_per_s']:.1f} tokens/s "
-            f"| {run['torch_tokens_per_s']:.1f} tokens/s "
-            f"| {run['speedup']:.2f}× as fast |"
+            f"| A new token, {run['context']} of context "
+            f"| {run['browser_ms_per_token']:.0f} ms | {run['torch_ms_per_token']:.0f} ms "
+            f"| {1 / run['speedup']:.2f}× |"
         )
+    if decode:
+        rows += [
+            "",
+            "Generating, the page writes "
+            + _listed(f"{run['browser_tokens_per_s']:.1f}" for run in decode)
+            + " tokens a second at "
+            + _listed(str(run["context"]) for run in decode)
+            + " tokens of context; `attnlab.llama` "
+            + _listed(f"{run['torch_tokens_per_s']:.1f}" for run in decode)
+            + ".",
+        ]
     logits = [run for run in forward if "torch_logits_ms" in run]
     if logits:
         run = logits[-1]
@@ -207,10 +218,11 @@ def benchmark_table(results: dict[str, Any]) -> str:
         ),
     ]
     quiet = _quiet_load()
-    if quiet is not None and "torch_load_cpu_s" in results:
+    if quiet is not None:
         rows += [
             "",
-            f"`load_smollm2()` is timed here in a fresh process beside the run; "
+            f"`load_smollm2()` is timed here in a fresh process beside the run "
+            f"(CPU time {results['torch_load_cpu_s']:.1f} s); "
             f"[Running a real LLM](llm/real-llm.md) records it at {quiet[0]:.1f} s "
             f"(load average {quiet[1]:.1f}).",
         ]

@@ -81,7 +81,9 @@ def test_the_recorded_live_benchmark_is_a_full_run_shown_on_the_page() -> None:
     assert f"| {results['load_from_cache_ms']:.0f} ms " in markdown
     assert [run["context"] for run in results["decode"]] == [32, 128, 512]
     for run in results["decode"]:
-        tokens_per_s = f"| {run['browser_tokens_per_s']:.1f} tokens/s "
-        assert tokens_per_s + f"| {run['torch_tokens_per_s']:.1f} tokens/s " in markdown
+        per_token = f"| {run['browser_ms_per_token']:.0f} ms | {run['torch_ms_per_token']:.0f} ms "
+        assert per_token + f"| {1 / run['speedup']:.2f}× |" in markdown
+        assert f"{run['browser_tokens_per_s']:.1f}" in markdown
+        assert f"{run['torch_tokens_per_s']:.1f}" in markdown
     assert results["phone"]["cpu_throttling"] == 4 and "390 × 844" in markdown
     assert f"{results['phone']['memory_bytes'] / 1048576:.0f} MB" in markdown
