@@ -147,7 +147,7 @@ def benchmark_table(results: dict[str, Any]) -> str:
     forward: list[dict[str, Any]] = results["forward"]
     decode: list[dict[str, Any]] = results.get("decode", [])
     rows = [
-        "| | Chromium | PyTorch | Time ratio |",
+        "| | Chromium | PyTorch | Chromium ÷ PyTorch |",
         "|---|---:|---:|---:|",
         f"| Load (from the browser's cache; `load_smollm2()`) "
         f"| {results['load_from_cache_ms']:.0f} ms | {results['torch_load_s']:.1f} s | |",
@@ -155,7 +155,7 @@ def benchmark_table(results: dict[str, Any]) -> str:
     for run in forward:
         rows.append(
             f"| Forward, {run['T']} tokens "
-            f"| {run['browser_ms']:.0f} ms | {run['torch_ms']:.0f} ms | {run['ratio']:.1f}× |"
+            f"| {run['browser_ms']:.0f} ms | {run['torch_ms']:.0f} ms | {run['ratio']:.2f}× |"
         )
     for run in decode:
         rows.append(
@@ -184,9 +184,11 @@ def benchmark_table(results: dict[str, Any]) -> str:
             f"{run['torch_logits_ms']:.0f} ms of its {run['torch_ms']:.0f} ms. The page "
             "computes the last position's only, which is all it shows: against PyTorch's "
             f"{same_work:.0f} ms without them, the page takes "
-            f"{run['browser_ms'] / same_work:.1f}× the time. Most of that gap is the matrix "
-            "products, which run near WebAssembly's ceiling here: its SIMD works on four "
-            "float32 lanes at a time, PyTorch's AVX-512 kernels on sixteen.",
+            f"{run['browser_ms'] / same_work:.1f}× the time (the page also skips the last "
+            "layer's feed-forward for the other positions, about 3% of the pass). Most of "
+            "that gap is the matrix products, which run near WebAssembly's ceiling here: its "
+            "SIMD multiplies four float32 lanes an instruction, half of what PyTorch's "
+            "AVX-512 kernels get through on this processor.",
         ]
     cpu = [
         f"{run['T']} tokens {run['node_cpu_ms']:.0f} ms against {run['torch_cpu_ms']:.0f} ms"
@@ -201,8 +203,10 @@ def benchmark_table(results: dict[str, Any]) -> str:
     ]
     rows += [
         "",
-        f"Wall-clock times ({results['browser']}, {results['kernels']}; medians of "
-        f"{results['repeats']} runs; load average {results['machine']['load_average_1min']:.1f} "
+        f"Wall-clock times ({results['browser']}, {results['kernels']}; a forward pass: the "
+        f"median of {results['repeats']} runs, taken in turns with PyTorch's; a new token: the "
+        f"median of one run of {results.get('decode_tokens', 16)} tokens; load average "
+        f"{results['machine']['load_average_1min']:.1f} "
         f"on {results['machine']['cpu_count']} cores during the run"
         + (
             ": the machine is shared, and other runs took cores)."
@@ -211,8 +215,8 @@ def benchmark_table(results: dict[str, Any]) -> str:
         )
         + (
             " The same JavaScript under Node (its relaxed SIMD switched on, so the kernels "
-            "are Chromium's), in CPU time, which a busy machine disturbs far less, against "
-            "PyTorch's CPU time: " + "; ".join(cpu) + "."
+            "are Chromium's), in the process's CPU time, which a busy machine disturbs far "
+            "less, against PyTorch's: " + "; ".join(cpu) + "."
             if cpu
             else ""
         ),
@@ -221,8 +225,10 @@ def benchmark_table(results: dict[str, Any]) -> str:
     if quiet is not None:
         rows += [
             "",
-            f"`load_smollm2()` is timed here in a fresh process beside the run "
-            f"(CPU time {results['torch_load_cpu_s']:.1f} s); "
+            f"Loading is different work on the two sides: the page reads the quantised file "
+            f"from the browser's cache, `load_smollm2()` dequantises it to float32. It is "
+            f"timed here in a fresh process beside the run (CPU time "
+            f"{results['torch_load_cpu_s']:.1f} s); "
             f"[Running a real LLM](llm/real-llm.md) records it at {quiet[0]:.1f} s "
             f"(load average {quiet[1]:.1f}).",
         ]
@@ -234,11 +240,12 @@ def benchmark_table(results: dict[str, Any]) -> str:
             f"Chromium's CPU throttled {phone['cpu_throttling']}×, about a mid-range phone; the "
             "engine in the page's own thread, as DevTools throttles no Web Worker): the "
             f"model loads from the cache in {phone['load_from_cache_ms'] / 1000:.1f} s, a "
-            f"32-token forward pass with every map takes {phone['forward_32_ms'] / 1000:.1f} s, "
+            f"first (cold) 32-token forward pass with every map takes "
+            f"{phone['forward_32_ms'] / 1000:.1f} s, "
             f"16 generated tokens {phone['generate_16_ms'] / 1000:.1f} s "
             f"({phone['decode_ms_per_token']:.0f} ms a token). "
-            f"The model holds {phone['memory_bytes'] / 1048576:.0f} MB of memory: the weights stay "
-            "quantised, as in the file.",
+            f"The model holds {phone['memory_bytes'] / 1048576:.0f} MiB of memory: the weights "
+            "stay quantised, as in the file.",
         ]
     return "\n".join(rows)
 

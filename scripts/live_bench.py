@@ -22,9 +22,10 @@ hooks/live_model.py shows on the explorer page):
   engine runs there for this part): loading from the cache, a 32-token forward with
   every map (the first, cold), 16 generated tokens, and the model's memory.
 
-Wall-clock times (a browser's Worker has no CPU clock), medians of ``repeats`` runs
-after one warm-up; the same JavaScript is also timed under Node in CPU time, which a
-busy machine disturbs far less, beside PyTorch's CPU time.
+Wall-clock times (a browser's Worker has no CPU clock): a forward pass, the median of
+``repeats`` runs after one warm-up, in turns with PyTorch's; a decoding step, the median
+step of one run of ``decode_tokens`` tokens. The same JavaScript is also timed under
+Node in CPU time, which a busy machine disturbs far less, beside PyTorch's CPU time.
 
     .venv/bin/python scripts/live_bench.py [--quick] [--output scripts/live_bench.json]
 """
@@ -148,7 +149,8 @@ def torch_decode_ms(model: Any, ids: list[int], steps: int) -> tuple[float, floa
     return statistics.median(walls), statistics.median(cpus)
 
 
-# The same engine under Node, timed in CPU time (process.cpuUsage: one thread), with
+# The same engine under Node, timed in the process's CPU time (process.cpuUsage: the
+# engine's one thread, and V8's compiler and collector threads beside it), with
 # relaxed SIMD switched on (Node 20 has it behind a flag) so that the kernels are Chromium's:
 # {forward: {T: ms}, decode: {context: ms per token}}.
 NODE_CPU_JS = """
@@ -317,6 +319,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         "quick": quick,
         "clock": "wall-clock: performance.now() in the Worker; time.perf_counter() for PyTorch",
         "repeats": settings["repeats"],
+        "decode_tokens": settings["decode_tokens"],
         "torch_load_s": load_s,
         "torch_load_cpu_s": load_cpu_s,
     }

@@ -178,6 +178,18 @@ test("the WebAssembly kernels give JsKernels' RMSNorm and silu(gate) * up to flo
   }
 });
 
+test("the WebAssembly softmax gives a weight far below the row's maximum as 0, as float32 does", () => {
+  const k = engine.model.kernels;
+  k.f32.set([0, -200, 1, -100.5, 2, 0, 0, 0], k.scoresAt / 4); // one row of 5 keys, padded to 8
+  k.exports.softmax_rows(k.scoresAt, 8, 1, 5, 1, k.wAt);
+  const weights = Array.from(k.f32.subarray(k.wAt / 4, k.wAt / 4 + 8));
+  assert.equal(weights[1], 0);
+  assert.equal(weights[3], 0);
+  assert.deepEqual(weights.slice(5), [0, 0, 0]); // past the row's keys
+  const exact = [0, 1, 2].map((s) => Math.exp(s - 2) / (Math.exp(-2) + Math.exp(-1) + 1));
+  [0, 2, 4].forEach((j, i) => assert.ok(Math.abs(weights[j] - exact[i]) < 1e-7, `weight ${j}`));
+});
+
 test("the WebAssembly attention gives JsKernels' weights and context vectors", () => {
   const wasm = engine.model.kernels;
   const js = new model.JsKernels();

@@ -75,7 +75,7 @@ def test_the_recorded_live_benchmark_is_a_full_run_shown_on_the_page() -> None:
     assert "<!-- live-benchmark -->" not in markdown
     for run in results["forward"]:
         assert (
-            f"| {run['browser_ms']:.0f} ms | {run['torch_ms']:.0f} ms | {run['ratio']:.1f}× |"
+            f"| {run['browser_ms']:.0f} ms | {run['torch_ms']:.0f} ms | {run['ratio']:.2f}× |"
             in markdown
         )
     assert f"| {results['load_from_cache_ms']:.0f} ms " in markdown
@@ -86,4 +86,4 @@ def test_the_recorded_live_benchmark_is_a_full_run_shown_on_the_page() -> None:
         assert f"{run['browser_tokens_per_s']:.1f}" in markdown
         assert f"{run['torch_tokens_per_s']:.1f}" in markdown
     assert results["phone"]["cpu_throttling"] == 4 and "390 × 844" in markdown
-    assert f"{results['phone']['memory_bytes'] / 1048576:.0f} MB" in markdown
+    assert f"{results['phone']['memory_bytes'] / 1048576:.0f} MiB" in markdown

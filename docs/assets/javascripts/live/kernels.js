@@ -18,7 +18,9 @@
 //       scores; silu_mul(gate, up, n, out): SwiGLU's silu(gate) * up; rms_norm(x, T, d,
 //       weight, eps, out): RMSNorm. The exponentials are float32 (expOf, below).
 // model.js's JsKernels does the same arithmetic in plain JavaScript; the results agree
-// to float32 rounding (the sums are added in another order, exp is float64 there).
+// to float32 rounding: the sums are added in another order (matvec applies each block's
+// scale to its dot product instead of to each weight), the multiply-adds may be fused,
+// and exp is float64 there, float32 here (clamped: see expOf).
 import { HALF_TABLE } from "./gguf.js";
 import { JsKernels } from "./model.js";
 
@@ -84,7 +86,7 @@ const op = {
   f32x4_sub: [0xfd, 0xe5, 0x01], f32x4_div: [0xfd, 0xe7, 0x01], f32x4_neg: [0xfd, 0xe1, 0x01],
   f32x4_min: [0xfd, 0xe8, 0x01], f32x4_max: [0xfd, 0xe9, 0x01], f32x4_nearest: [0xfd, 0x6a],
   i32x4_from_f32: [0xfd, 0xf8, 0x01], i32x4_add: [0xfd, 0xae, 0x01], i32x4_shl: [0xfd, 0xab, 0x01],
-  i32x4_splat: [0xfd, 0x11], i32x4_lt_s: [0xfd, 0x39], bitselect: [0xfd, 0x52],
+  i32x4_splat: [0xfd, 0x11], i32x4_lt_s: [0xfd, 0x39], f32x4_gt: [0xfd, 0x44], bitselect: [0xfd, 0x52],
   f32_sub: [0x93], f32_div: [0x95], f32_max: [0x97], f32_sqrt: [0x91],
   f32_const: function (n) { return [0x43].concat(Array.from(new Uint8Array(Float32Array.of(n).buffer))); },
   f32x4_const: function (n) { // v128.const with four equal float32 lanes
@@ -99,10 +101,11 @@ function code() { // flatten instructions (arrays of bytes, nested) into one arr
   })(Array.prototype.slice.call(arguments));
   return out;
 }
-// acc + a * b on f32x4 lanes: a multiply and an add, or one fused multiply-add
-// (relaxed SIMD's f32x4.relaxed_madd) in modules built with `relaxed` where the engine
-// has it (Chromium; Node 20 behind --experimental-wasm-relaxed-simd, which the tests leave
-// off, so Node tests the other path): the same sums, rounded once instead of twice.
+// acc + a * b on f32x4 lanes: a multiply and an add, or, in modules built with `relaxed`
+// where the engine has relaxed SIMD (Chromium; Node 20 behind
+// --experimental-wasm-relaxed-simd, which the tests leave off, so Node tests the other
+// path), f32x4.relaxed_madd: one fused multiply-add where the CPU has one (V8 on x86-64
+// with FMA3, ARM64), rounded once instead of twice; the spec also allows the two steps.
 let RELAXED = false;
 function madd(acc, a, b) {
   return RELAXED ? code(a, b, acc, [0xfd, 0x85, 0x02]) : code(acc, a, b, op.f32x4_mul, op.f32x4_add);
@@ -123,7 +126,7 @@ function incr(local, n) { return code(op.get(local), op.i32(n), op.add, op.set(l
 // w_i, then the token vector being used.
 const X = 0, T = 1, COLS = 2, W = 3, ROWS = 4, OUT = 5, XSTRIDE = 6;
 // Measured on the shared 2-core machine (Zen 4, Node 20, T = 128, 1536 x 576 and
-// 576 x 1536, CPU time), in GMAC/s with relaxed SIMD's fused multiply-add / without:
+// 576 x 1536, CPU time), in GMAC/s with relaxed SIMD's multiply-add / without:
 // 4 x 2 25.0 / 19.4, 2 x 4 24.8 / 18.7, 3 x 3 25.0 / 10.8, 2 x 3 19.7 / 18.0, 3 x 4
 // 12.1 / 12.8. Eight accumulators hide the multiply-add's latency on two pipes; more
 // than the 15 vector registers V8 allocates (accumulators + weights + one token
@@ -317,9 +320,10 @@ const matvecLocals = [[4, I32], [5, V128], [1, F32]];
 
 // --- exp on four float32 lanes --------------------------------------------------------
 // Cephes' expf, as most SIMD libraries write it: exp(x) = 2^n * exp(r) with n the
-// nearest integer to x / ln 2 and |r| <= ln 2 / 2, exp(r) from a degree-6 polynomial
-// (within 2 ulp of the exact value); x is clamped to [-87.34, 88] first, where 2^n
-// stays a normal float32 (exp(-87.34) = 1.2e-38, read as zero by every caller).
+// nearest integer to x / ln 2 and |r| <= ln 2 / 2, exp(r) = 1 + r + r^2 P(r) with P of
+// degree 5 (within 2 ulp of the exact value). x is clamped to [-87.34, 88] first, where
+// 2^n stays a normal float32, and a lane below -87.34 gives 0 (as float32 exp does
+// below -103.9: a softmax weight under 1.2e-38 is zero either way).
 const LOG2E = 1.44269504088896341;
 const LN2_HIGH = 0.693359375; // ln 2 = LN2_HIGH + LN2_LOW, the high part exact in float32
 const LN2_LOW = -2.12194440e-4;
@@ -336,7 +340,8 @@ function expOf(x, n, r) {
     op.get(r), op.get(r), op.f32x4_mul, op.f32x4_mul, op.get(r), op.f32x4_add, vconst(1), op.f32x4_add,
     // times 2^n: n + 127 in the exponent's bits
     op.get(n), op.i32x4_from_f32, op.i32x4_const(127, 127, 127, 127), op.i32x4_add, op.i32(23), op.i32x4_shl,
-    op.f32x4_mul
+    op.f32x4_mul,
+    op.get(x), vconst(-87.33654), op.f32x4_gt, op.v128_and // zero where x was clamped from below (or NaN)
   );
 }
 
@@ -519,7 +524,7 @@ export function moduleBytes(relaxed = false) {
     section(1, types), section(2, imports), section(3, functions), section(7, exports), section(10, bodies)));
 }
 
-// Whether the engine has relaxed SIMD's fused multiply-add.
+// Whether the engine has relaxed SIMD's multiply-add.
 export function relaxedSupported() {
   try {
     return typeof WebAssembly === "object" && WebAssembly.validate(moduleBytes(true));
@@ -549,7 +554,7 @@ export class WasmKernels {
     this.fileLength = fileLength;
     this.memory = new WebAssembly.Memory({ initial: Math.ceil(fileLength / PAGE) });
     this.relaxed = relaxed && relaxedSupported();
-    if (this.relaxed) this.name = "WebAssembly SIMD, fused multiply-add";
+    if (this.relaxed) this.name = "WebAssembly SIMD, relaxed multiply-add";
     const instance = new WebAssembly.Instance(new WebAssembly.Module(moduleBytes(this.relaxed)), { env: { memory: this.memory } });
     this.exports = instance.exports;
     this.bytes = new Uint8Array(this.memory.buffer, 0, fileLength);
