@@ -14,7 +14,7 @@ from ._validation import check_positive_int
 from .attention_heads import AttentionHeads, HeadProjections, MaskRule
 from .backends import Backend
 from .positions import Positions
-from .rotary import RotaryEmbedding
+from .rotary import RotaryEmbedding, theta_from_hf
 
 __all__ = ["GroupedQueryAttention"]
 
@@ -134,11 +134,7 @@ class GroupedQueryAttention(AttentionHeads):
                 f"attn must be a transformers LlamaAttention (config and q/k/v/o_proj); "
                 f"got {type(attn).__name__}"
             )
-        rope = getattr(config, "rope_parameters", None) or {}
-        rope_type = rope.get("rope_type", "default")
-        if rope_type != "default":
-            raise ValueError(f"attn's config uses rope_type {rope_type!r}; only 'default' works")
-        theta = rope.get("rope_theta", getattr(config, "rope_theta", 10000.0))
+        theta = theta_from_hf(config)
         module = GroupedQueryAttention(
             config.hidden_size,
             config.num_attention_heads,

@@ -26,7 +26,7 @@ from ._validation import check_bool, check_features, check_module_input, check_p
 from .attention_heads import AttentionHeads, MaskRule, Projections, merge_heads, split_heads
 from .backends import Backend
 from .kv_cache import KVCache
-from .rotary import RotaryEmbedding
+from .rotary import RotaryEmbedding, theta_from_hf
 
 __all__ = ["LatentCache", "LatentProjections", "MultiHeadLatentAttention"]
 
@@ -274,10 +274,6 @@ class MultiHeadLatentAttention(AttentionHeads):
                 f"attn must be a transformers DeepseekV3Attention (config, kv_b_proj); "
                 f"got {type(attn).__name__}"
             )
-        rope = getattr(config, "rope_parameters", None) or {}
-        rope_type = rope.get("rope_type", "default")
-        if rope_type != "default":
-            raise ValueError(f"attn's config uses rope_type {rope_type!r}; only 'default' works")
         H, Dn, Dr = config.num_attention_heads, config.qk_nope_head_dim, config.qk_rope_head_dim
         module = MultiHeadLatentAttention(
             config.hidden_size,
@@ -287,7 +283,7 @@ class MultiHeadLatentAttention(AttentionHeads):
             Dn,
             config.v_head_dim,
             q_lora_rank=config.q_lora_rank,
-            rope_theta=rope.get("rope_theta", getattr(config, "rope_theta", 10000.0)),
+            rope_theta=theta_from_hf(config),
             bias=bool(config.attention_bias),
             backend=backend,
         )

@@ -18,6 +18,8 @@ to position ``m`` and a key rotated to position ``n`` depends only on ``m - n``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 
@@ -30,6 +32,19 @@ from ._validation import (
 from .positions import Positions
 
 __all__ = ["RotaryEmbedding", "rotate_half"]
+
+
+def theta_from_hf(config: Any) -> float:
+    """The rotary base of a transformers config whose rotary embedding is unscaled.
+
+    Raises:
+        ValueError: the config's ``rope_type`` is not ``"default"`` (a scaled one).
+    """
+    rope = getattr(config, "rope_parameters", None) or {}
+    rope_type = rope.get("rope_type", "default")
+    if rope_type != "default":
+        raise ValueError(f"attn's config uses rope_type {rope_type!r}; only 'default' works")
+    return float(rope.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
 
 
 def rotate_half(x: Tensor) -> Tensor:

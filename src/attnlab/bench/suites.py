@@ -43,6 +43,11 @@ class Suite:
     help: str
 
 
+def _quick_only(run: Callable[[bool], dict[str, Any]]) -> Callable[[bool, bool], dict[str, Any]]:
+    """A suite that reports no progress: ``run(quick)``."""
+    return lambda quick, progress: run(quick)
+
+
 def _ring(quick: bool, progress: bool) -> dict[str, Any]:
     """The ring suite: small ``T`` and two world sizes when ``quick``."""
     return run_ring_memory(T=256, world_sizes=(1, 2)) if quick else run_ring_memory()
@@ -51,48 +56,48 @@ def _ring(quick: bool, progress: bool) -> dict[str, Any]:
 SUITES: dict[str, Suite] = {
     "forward": Suite(run_benchmark, "the forward sweep of every attention path"),
     "flash": Suite(
-        lambda quick, progress: run_flash_benchmark(quick),
+        _quick_only(run_flash_benchmark),
         "flash against SDPA timed in turn, quiet and beside a busy neighbour process",
     ),
     "flash_taught": Suite(
-        lambda quick, progress: run_flash_taught_benchmark(quick),
+        _quick_only(run_flash_taught_benchmark),
         "flash's fast path and its loop as taught, each against SDPA, timed in turn",
     ),
     "backward": Suite(
-        lambda quick, progress: run_backward_benchmark(quick),
+        _quick_only(run_backward_benchmark),
         "forward+backward memory and backward time",
     ),
     "ring": Suite(_ring, "ring attention's memory per rank"),
     "decode": Suite(
-        lambda quick, progress: run_decode_benchmark(quick),
+        _quick_only(run_decode_benchmark),
         "KV-cached decoding against recomputing the prefix",
     ),
     "gqa": Suite(
-        lambda quick, progress: run_gqa_benchmark(quick),
+        _quick_only(run_gqa_benchmark),
         "one decoding step at a long cache, 9 against 3 key/value heads",
     ),
     "window": Suite(
-        lambda quick, progress: run_window_benchmark(quick),
+        _quick_only(run_window_benchmark),
         "sliding-window flash attention against causal flash attention",
     ),
     "llm": Suite(
-        lambda quick, progress: run_llm_benchmark(quick),
+        _quick_only(run_llm_benchmark),
         "SmolLM2-135M on attnlab against transformers; cached against recomputed decoding",
     ),
     "streaming": Suite(
-        lambda quick, progress: run_streaming_experiment(quick),
+        _quick_only(run_streaming_experiment),
         "SmolLM2-135M's loss with a sliding window, with and without attention sinks",
     ),
     "passkey": Suite(
-        lambda quick, progress: run_passkey_experiment(quick),
+        _quick_only(run_passkey_experiment),
         "SmolLM2-135M past its trained length: a pass key retrieved or not, with each rope scaling",
     ),
     "cache_formats": Suite(
-        lambda quick, progress: run_cache_formats(quick),
+        _quick_only(run_cache_formats),
         "SmolLM2-135M's loss with its KV cache's keys and/or values in 8 and 4 bits",
     ),
     "trained": Suite(
-        lambda quick, progress: run_trained_experiment(quick),
+        _quick_only(run_trained_experiment),
         "SmolLM2-135M: every head's OV copying score; sinks replaced by newlines, renumbered",
     ),
 }

@@ -596,13 +596,19 @@ export class WasmKernels {
     return this;
   }
 
-  // Stored row `stored` of `tensor` as float32 at byte `dst` of the memory.
-  dequantRow(tensor, stored, dst) {
-    const cols = tensor.cols;
-    const src = tensor.bytes.byteOffset + stored * tensor.rowBytes;
-    if (tensor.type === "Q4_1") this.exports.dequant_q4_1(src, cols / 32, dst, this.halfAt);
-    else if (tensor.type === "Q8_0") this.exports.dequant_q8_0(src, cols / 32, dst, this.halfAt);
-    else tensor.row(stored, this.f32.subarray(dst / 4, dst / 4 + cols)); // other types: gguf.js
+  // Stored rows start .. start + rows - 1 of `tensor` as float32 at byte `dst` of the
+  // memory: one WebAssembly call for Q4_1 and Q8_0, gguf.js's row for the other types.
+  dequantRows(tensor, start, rows, dst) {
+    const src = tensor.bytes.byteOffset + start * tensor.rowBytes;
+    const blocks = (rows * tensor.cols) / 32;
+    if (tensor.type === "Q4_1") this.exports.dequant_q4_1(src, blocks, dst, this.halfAt);
+    else if (tensor.type === "Q8_0") this.exports.dequant_q8_0(src, blocks, dst, this.halfAt);
+    else {
+      for (let r = 0; r < rows; r++) {
+        const at = dst / 4 + r * tensor.cols;
+        tensor.row(start + r, this.f32.subarray(at, at + tensor.cols));
+      }
+    }
   }
 
   // One token (x: cols values) times every row of a Q4_1 or Q8_0 tensor, fused (no
@@ -635,14 +641,8 @@ export class WasmKernels {
       return out;
     }
     if (T > this.maxTokens) return this.inChunks(linear, x, T);
-    const src = tensor.bytes.byteOffset;
-    if (tensor.type === "Q4_1" && !linear.rowOrder) { // the rows in stored order: one call
-      this.exports.dequant_q4_1(src, rows * cols / 32, this.weightAt, this.halfAt);
-    } else if (tensor.type === "Q8_0" && !linear.rowOrder) {
-      this.exports.dequant_q8_0(src, rows * cols / 32, this.weightAt, this.halfAt);
-    } else {
-      for (let r = 0; r < rows; r++) this.dequantRow(tensor, linear.rowOrder ? linear.rowOrder[r] : r, this.weightAt + r * cols * 4);
-    }
+    if (!linear.rowOrder) this.dequantRows(tensor, 0, rows, this.weightAt); // in stored order: one call
+    else for (let r = 0; r < rows; r++) this.dequantRows(tensor, linear.rowOrder[r], 1, this.weightAt + r * cols * 4);
     this.f32.set(x.subarray(0, T * cols), this.xAt / 4);
     this.exports.matmul(this.xAt, T, cols, this.weightAt, rows, this.outAt, cols);
     return this.f32.slice(this.outAt / 4, this.outAt / 4 + T * rows);
@@ -748,10 +748,7 @@ export class WasmKernels {
     this.f32.set(vector, this.xAt / 4);
     for (let start = 0; start < tensor.rows; start += chunk) {
       const rows = Math.min(chunk, tensor.rows - start);
-      const src = tensor.bytes.byteOffset + start * tensor.rowBytes;
-      if (tensor.type === "Q8_0") this.exports.dequant_q8_0(src, rows * cols / 32, this.weightAt, this.halfAt);
-      else if (tensor.type === "Q4_1") this.exports.dequant_q4_1(src, rows * cols / 32, this.weightAt, this.halfAt);
-      else for (let r = 0; r < rows; r++) this.dequantRow(tensor, start + r, this.weightAt + r * cols * 4);
+      this.dequantRows(tensor, start, rows, this.weightAt);
       this.exports.matmul(this.xAt, 1, cols, this.weightAt, rows, this.outAt, cols);
       logits.set(this.f32.subarray(this.outAt / 4, this.outAt / 4 + rows), start);
     }

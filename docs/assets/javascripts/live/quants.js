@@ -117,11 +117,13 @@ function scaleMin(bytes, s, j) {
   ];
 }
 
-// sub-block 2k takes the low nibbles of bytes 32k .. 32k + 31, sub-block 2k + 1 the high
-function blockQ4_K(bytes, at, out, o) {
+// Q4_K and Q5_K: float16 d and dmin, the 12 bytes of scales and mins, (Q5_K: 32 bytes
+// of fifth bits at qh,) then 128 bytes of nibbles at qs. Sub-block 2k takes the low
+// nibbles of bytes 32k .. 32k + 31, sub-block 2k + 1 the high ones; bit `sub` of high
+// byte l is the fifth bit of value l of sub-block `sub` (qh < 0: none, Q4_K).
+function blockK(bytes, at, out, o, qs, qh) {
   const d = half(bytes, at);
   const dmin = half(bytes, at + 2);
-  const qs = at + 16;
   for (let sub = 0; sub < 8; sub++) {
     const [scale, min] = scaleMin(bytes, at + 4, sub);
     const dl = d * scale;
@@ -129,29 +131,13 @@ function blockQ4_K(bytes, at, out, o) {
     const base = qs + 32 * (sub >> 1);
     const shift = 4 * (sub & 1);
     for (let l = 0; l < 32; l++) {
-      out[o + 32 * sub + l] = dl * ((bytes[base + l] >> shift) & 15) - ml;
+      const fifth = qh < 0 ? 0 : ((bytes[qh + l] >> sub) & 1) << 4;
+      out[o + 32 * sub + l] = dl * (((bytes[base + l] >> shift) & 15) | fifth) - ml;
     }
   }
 }
-
-// bit `sub` of high byte l is the fifth bit of value l of sub-block `sub`
-function blockQ5_K(bytes, at, out, o) {
-  const d = half(bytes, at);
-  const dmin = half(bytes, at + 2);
-  const qh = at + 16;
-  const qs = at + 48;
-  for (let sub = 0; sub < 8; sub++) {
-    const [scale, min] = scaleMin(bytes, at + 4, sub);
-    const dl = d * scale;
-    const ml = dmin * min;
-    const base = qs + 32 * (sub >> 1);
-    const shift = 4 * (sub & 1);
-    for (let l = 0; l < 32; l++) {
-      const q = ((bytes[base + l] >> shift) & 15) | (((bytes[qh + l] >> sub) & 1) << 4);
-      out[o + 32 * sub + l] = dl * q - ml;
-    }
-  }
-}
+const blockQ4_K = (bytes, at, out, o) => blockK(bytes, at, out, o, at + 16, -1);
+const blockQ5_K = (bytes, at, out, o) => blockK(bytes, at, out, o, at + 48, at + 16);
 
 // Two halves of 128 values. In half h, value 64k + l (k = 0, 1; l < 64) takes nibble k of
 // low byte 64h + l; value 32k + l (k < 4; l < 32) takes bits 2k, 2k + 1 of high byte 32h + l.

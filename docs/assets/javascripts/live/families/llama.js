@@ -93,17 +93,24 @@ export function unpermuteRotaryRows(numHeads, D) {
   return order;
 }
 
-function tensor(tensors, name) {
+// The tensor `name` of the file, or a RangeError naming it.
+export function tensor(tensors, name) {
   const found = tensors[name];
   if (!found) throw new RangeError(`the GGUF has no tensor ${name}`);
   return found;
 }
 
+// A Llama file's tensors as the model's parts, the rotary rows un-permuted.
+export function partsFromGguf(tensors, config) {
+  return readParts(tensors, config, (heads) => unpermuteRotaryRows(heads, config.head_dim));
+}
+
 // GGUF tensors -> the model's parts: {embed, lm_head (null when tied), norm, layers:
 // [{attn_norm, q_proj, k_proj, v_proj, o_proj, ffn_norm, gate_proj, up_proj,
 // down_proj}]}. A projection is {tensor, rowOrder} (rowOrder: the stored row that
-// becomes each of ours, or null).
-export function partsFromGguf(tensors, config) {
+// becomes each of ours, or null); rotaryRows(heads) gives the query's and the key's
+// (null: stored as they are). The Llama layout every family shares.
+export function readParts(tensors, config, rotaryRows) {
   const c = config;
   const weight = (name, rowOrder = null) => ({ tensor: tensor(tensors, name), rowOrder });
   const layers = [];
@@ -111,8 +118,8 @@ export function partsFromGguf(tensors, config) {
     const blk = `blk.${l}.`;
     layers.push({
       attn_norm: tensor(tensors, blk + "attn_norm.weight").toFloat32(),
-      q_proj: weight(blk + "attn_q.weight", unpermuteRotaryRows(c.num_heads, c.head_dim)),
-      k_proj: weight(blk + "attn_k.weight", unpermuteRotaryRows(c.num_kv_heads, c.head_dim)),
+      q_proj: weight(blk + "attn_q.weight", rotaryRows(c.num_heads)),
+      k_proj: weight(blk + "attn_k.weight", rotaryRows(c.num_kv_heads)),
       v_proj: weight(blk + "attn_v.weight"),
       o_proj: weight(blk + "attn_output.weight"),
       ffn_norm: tensor(tensors, blk + "ffn_norm.weight").toFloat32(),

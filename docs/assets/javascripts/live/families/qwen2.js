@@ -2,7 +2,7 @@
 // families/qwen2.py reads it: Llama's layout (families/llama.js) with biases on the
 // query, key and value projections (`attn_q.bias`, ...; none on the output) and the
 // rotary rows stored as they are (llama.cpp's Qwen2 rotates halves, as we do).
-import { LlamaConfig, configFromGguf as llamaConfig, partsFromGguf as llamaParts } from "./llama.js";
+import { LlamaConfig, configFromGguf as llamaConfig, readParts, tensor } from "./llama.js";
 
 export const ARCHITECTURE = "qwen2";
 
@@ -11,21 +11,11 @@ export function configFromGguf(metadata, tensors = {}) {
   return new LlamaConfig({ ...llamaConfig(metadata, tensors, ARCHITECTURE), attention_bias: true });
 }
 
-// A layer's bias, as float32 (the small tensors are read whole).
-function bias(tensors, name) {
-  const found = tensors[name];
-  if (!found) throw new RangeError(`the GGUF has no tensor ${name}`);
-  return found.toFloat32();
-}
-
-// Llama's parts with the rows as stored and each layer's q/k/v biases.
+// Llama's parts with the rows as stored and each layer's q/k/v biases (float32).
 export function partsFromGguf(tensors, config) {
-  const parts = llamaParts(tensors, config);
+  const parts = readParts(tensors, config, () => null);
   parts.layers.forEach((layer, l) => {
-    for (const name of ["q", "k", "v"]) {
-      layer[`${name}_proj`].rowOrder = null;
-      layer[`${name}_bias`] = bias(tensors, `blk.${l}.attn_${name}.bias`);
-    }
+    for (const name of ["q", "k", "v"]) layer[`${name}_bias`] = tensor(tensors, `blk.${l}.attn_${name}.bias`).toFloat32();
   });
   return parts;
 }

@@ -3,7 +3,7 @@
 // RMSNorm on each query and key head before the rotation (`attn_q_norm.weight`,
 // `attn_k_norm.weight`: one weight of width D shared by the heads), no biases, and the
 // rotary rows stored as they are.
-import { LlamaConfig, configFromGguf as llamaConfig, partsFromGguf as llamaParts } from "./llama.js";
+import { LlamaConfig, configFromGguf as llamaConfig, readParts, tensor } from "./llama.js";
 
 export const ARCHITECTURE = "qwen3";
 
@@ -12,20 +12,11 @@ export function configFromGguf(metadata, tensors = {}) {
   return new LlamaConfig({ ...llamaConfig(metadata, tensors, ARCHITECTURE), qk_norm: true });
 }
 
-function norm(tensors, name) {
-  const found = tensors[name];
-  if (!found) throw new RangeError(`the GGUF has no tensor ${name}`);
-  return found.toFloat32();
-}
-
-// Llama's parts with the rows as stored and each layer's q/k norms.
+// Llama's parts with the rows as stored and each layer's q/k norms (float32).
 export function partsFromGguf(tensors, config) {
-  const parts = llamaParts(tensors, config);
+  const parts = readParts(tensors, config, () => null);
   parts.layers.forEach((layer, l) => {
-    layer.q_proj.rowOrder = null;
-    layer.k_proj.rowOrder = null;
-    layer.q_norm = norm(tensors, `blk.${l}.attn_q_norm.weight`);
-    layer.k_norm = norm(tensors, `blk.${l}.attn_k_norm.weight`);
+    for (const name of ["q", "k"]) layer[`${name}_norm`] = tensor(tensors, `blk.${l}.attn_${name}_norm.weight`).toFloat32();
   });
   return parts;
 }
