@@ -21,6 +21,7 @@ const { Engine } = await load("engine.js");
 const generation = await load("generate.js");
 const scores = await load("scores.js");
 const { Tokenizer } = await load("tokenizer.js");
+const { growMaps } = await load("ui/draw.js");
 
 const reference = JSON.parse(fs.readFileSync(process.env.LIVE_REFERENCE, "utf-8"));
 const fileBytes = new Uint8Array(fs.readFileSync(process.env.LIVE_GGUF));
@@ -304,6 +305,19 @@ test("the KV cache: a prompt read in pieces gives the whole pass's logits and we
     assert.ok(far(mine, theirs) < 1e-5, `head ${b}`);
   }
   assert.throws(() => engine.run([1], { cache: cache.slice(1) }), /cache must be an array of 30 KVCache/);
+});
+
+test("growMaps adds several blocks of query rows at once: the page's maps equal the whole pass's", () => {
+  const ids = reference.texts[0].ids;
+  const whole = engine.run(ids, { return_attention: true });
+  const cache = engine.model.new_cache(2);
+  const first = engine.run(ids.slice(0, 3), { cache, return_attention: true });
+  const blocks = [ids.slice(3, 4), ids.slice(4)].map((piece) => (
+    { rows: engine.run(piece, { cache, return_attention: true }).attention, n: piece.length }
+  ));
+  const grown = growMaps({ layers: 30, heads: 9, T: 3, attention: first.attention }, blocks);
+  assert.equal(grown.length, whole.attention.length);
+  assert.ok(far(grown, whole.attention) < 1e-5, `maps differ by ${far(grown, whole.attention)}`);
 });
 
 test("greedy generation equals attnlab.llama's generate, token for token", () => {

@@ -122,17 +122,25 @@ export function renderOverview(view, state, result, scores) {
   grid.appendChild(body);
 }
 
-// The run's maps with one more block of query rows: `rows` (num_layers, H, n, S) for
-// queries T .. T + n - 1 (S = T + n): the maps growing as tokens are generated.
-export function growMaps(result, rows, n) {
+// The run's maps grown by blocks of query rows, copied once however many blocks came:
+// block k's `rows` (num_layers, H, n_k, S_k) are the queries T_k .. T_k + n_k - 1, where
+// T_k = T + n_0 + ... + n_(k-1) and S_k = T_k + n_k (the maps growing as tokens are generated).
+export function growMaps(result, blocks) {
   const { layers, heads, T } = result;
-  const S = T + n;
+  const S = blocks.reduce((total, block) => total + block.n, T);
   const grown = new Float32Array(layers * heads * S * S);
   for (let b = 0; b < layers * heads; b++) {
     for (let i = 0; i < T; i++) {
       grown.set(result.attention.subarray((b * T + i) * T, (b * T + i + 1) * T), (b * S + i) * S);
     }
-    grown.set(rows.subarray(b * n * S, (b + 1) * n * S), (b * S + T) * S);
+    let first = T;
+    for (const { rows, n } of blocks) {
+      const width = first + n;
+      for (let i = 0; i < n; i++) {
+        grown.set(rows.subarray((b * n + i) * width, (b * n + i + 1) * width), (b * S + first + i) * S);
+      }
+      first = width;
+    }
   }
   return grown;
 }

@@ -171,7 +171,7 @@ function build(root) {
     const ablated = ablatedPairs(state.ablate);
     v.timing.textContent = `Forward pass: ${result.T} tokens in ${Math.round(result.ms)} ms (${live.info().kernels}, in a Web Worker)` +
       (ablated.length ? `; heads knocked out: ${ablated.map(([l, h]) => `${l}.${h}`).join(", ")}` : "") + ".";
-    writeUrl(state);
+    if (!generating) writeUrl(state); // once the text is whole: history calls are slow and rate-limited
   }
 
   const newResult = (out, encoded) => ({
@@ -228,6 +228,40 @@ function build(root) {
       options.max_new_tokens = Math.max(0, Math.min(options.max_new_tokens, live.info().max_map_tokens - encoded.ids.length));
       const pieces = [];
       const times = [];
+      // Tokens can come faster than the maps can be drawn: each token's rows wait in
+      // `pending`, and one draw adds all that came since the last. After each draw the
+      // page rests as long as that draw took (painting included), so it keeps answering
+      // (Stop included) however fast the model decodes and however slow the device.
+      const pending = [];
+      let draw = null; // the timer of the draw to come
+      let rest = 0; // ms: how long the last draw took
+      const drawPending = () => {
+        draw = null;
+        if (!pending.length) return;
+        const started = performance.now();
+        requestAnimationFrame(() => setTimeout(() => { rest = performance.now() - started; }));
+        const steps = pending.splice(0);
+        if (steps[0].index === 0) {
+          const first = steps.shift();
+          result = newResult({ attention: first.attention, top: [], ms: first.ms }, encoded);
+          result.ids = encoded.ids.slice();
+          result.tokens = encoded.tokens.slice();
+          result.ids.push(first.token_id);
+          result.tokens.push(first.token);
+        }
+        if (steps.length) {
+          result.attention = growMaps(result, steps.map((step) => ({ rows: step.attention, n: step.T })));
+          for (const step of steps) {
+            result.T += step.T;
+            result.ids.push(step.token_id);
+            result.tokens.push(step.token);
+          }
+        }
+        v.generated.textContent = pieces.join("");
+        state.query = null;
+        scores = null;
+        render();
+      };
       setStatus("Generating\u2026");
       const newIds = await live.generate(encoded.ids, {
         ...options,
@@ -237,24 +271,12 @@ function build(root) {
         onToken(step) {
           pieces.push(step.token);
           if (step.index > 0) times.push(step.ms);
-          v.generated.textContent = pieces.join("");
-          if (step.attention) {
-            if (step.index === 0) {
-              result = newResult({ attention: step.attention, top: [], ms: step.ms }, encoded);
-              result.ids = encoded.ids.slice();
-              result.tokens = encoded.tokens.slice();
-            } else {
-              result.attention = growMaps(result, step.attention, step.T);
-              result.T += step.T;
-            }
-            result.ids.push(step.token_id);
-            result.tokens.push(step.token);
-            state.query = null;
-            scores = null;
-            render();
-          }
+          pending.push(step);
+          draw = draw ?? setTimeout(drawPending, rest);
         },
       });
+      clearTimeout(draw);
+      drawPending();
       const perToken = times.length ? times.reduce((a, b) => a + b, 0) / times.length : null;
       v.generateTiming.textContent = `${newIds.length} tokens` +
         (perToken ? `; ${(1000 / perToken).toFixed(1)} tokens/s while decoding (${perToken.toFixed(0)} ms a token, through the KV cache)` : "") + ".";
