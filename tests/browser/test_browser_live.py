@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import math
 import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -219,7 +220,7 @@ def test_live_view_generates_and_the_maps_grow(live_tab: Any) -> None:
     tab.locator("#live-text").fill("The cat sat on the mat. The cat sat on the")
     tab.locator("#live-run").click()
     tab.wait_for_function("document.querySelector('#live-status').textContent.includes('computed')")
-    before = tab.locator("#live-heatmap tbody tr").count()
+    before = int(tab.locator("#live-matrix").get_attribute("data-queries"))
     tab.locator("#live-new-tokens").fill("6")
     tab.locator("#live-generate").click()
     tab.wait_for_function(
@@ -228,7 +229,7 @@ def test_live_view_generates_and_the_maps_grow(live_tab: Any) -> None:
     )
     tab.wait_for_function("document.querySelector('#live-status').textContent.includes('computed')")
     assert tab.locator("#live-generated").inner_text().startswith(" mat.")
-    assert tab.locator("#live-heatmap tbody tr").count() == before + 6
+    assert int(tab.locator("#live-matrix").get_attribute("data-queries")) == before + 6
     assert "live-ids=" in tab.url
     tab.locator("#live-new-tokens").fill("200")
     tab.locator("#live-generate").click()
@@ -269,6 +270,46 @@ def test_live_view_counts_from_zero_and_ablates_by_click(live_tab: Any) -> None:
     assert not serious, serious
     tab.locator("#live-restore").click()
     tab.wait_for_function("!location.search.includes('live-ablate')")
+
+
+# The matrix's picture, read back: the alpha near the top left corner of each cell of the
+# selected query's row (the shading is sqrt(weight) x 60 % of the colour; the weight is
+# written in the cell's middle), the bars' weights, and a masked cell's alpha.
+MATRIX_JS = """() => {
+  const canvas = document.querySelector('#live-matrix');
+  const T = Number(canvas.dataset.queries);
+  const caption = document.querySelector('#live-bars-caption').textContent;
+  const query = Number(caption.match(/token (\\d+)/)[1]);
+  const cell = canvas.width / T;
+  const alpha = (i, k) => canvas.getContext('2d')
+    .getImageData(Math.floor((k + 0.2) * cell), Math.floor((i + 0.2) * cell), 1, 1).data[3];
+  const bars = [...document.querySelectorAll('#live-explorer .attn-bar .attn-bar__value')];
+  return {
+    T, query, cell,
+    alphas: bars.map((_, k) => alpha(query, k)),
+    weights: bars.map((bar) => Number(bar.textContent)),
+    masked: alpha(0, T - 1),
+  };
+}"""
+
+
+def test_live_matrix_pictures_the_heads_weights_and_picks_a_query_by_tap(live_tab: Any) -> None:
+    """Each cell of the selected row is shaded by its bar's weight; a tap on a row picks it."""
+    tab = live_tab
+    tab.locator("#live-text").fill("The cat sat on the mat.")
+    _run_and_wait(tab, "#live-run")
+    picture = tab.evaluate(MATRIX_JS)
+    assert picture["T"] == 7 and picture["query"] == 6 and picture["cell"] > 20
+    expected = [round(2.55 * round(math.sqrt(w) * 60)) for w in picture["weights"]]
+    assert len(expected) == 7
+    assert max(abs(a - e) for a, e in zip(picture["alphas"], expected, strict=True)) <= 6
+    assert picture["masked"] == 0
+    box = tab.locator("#live-matrix").bounding_box()
+    tab.locator("#live-matrix").click(
+        position={"x": box["width"] / 2, "y": box["height"] * 2.5 / 7}
+    )
+    assert "(token 2)" in tab.locator("#live-bars-caption").inner_text()
+    assert "live-query=2" in tab.url
 
 
 def test_live_second_visit_reads_the_browsers_cache(
@@ -339,14 +380,14 @@ def test_live_open_reads_a_file_and_refuses_others_by_name(live_tab: Any) -> Non
 
 
 # Every control of the live section at the page's width: the rightmost edge, and those
-# smaller than 24 x 24 px (the head grid and the weight matrix scroll on their own).
+# smaller than 24 x 24 px (the head grid scrolls on its own).
 LAYOUT_JS = """() => {
   const root = document.querySelector('#live-explorer');
   const small = [];
   let right = 0;
   for (const node of root.querySelectorAll('button, input, select, textarea')) {
     const box = node.getBoundingClientRect();
-    if (!box.width || node.closest('.live__heads-wrap, .attn-explorer__heatmap-wrap')) continue;
+    if (!box.width || node.closest('.live__heads-wrap')) continue;
     right = Math.max(right, box.right);
     if (box.width < 24 || box.height < 24) {
       small.push(`${node.id || node.className} ${box.width}x${box.height}`);

@@ -551,8 +551,8 @@
       });
   }
 
-  // The drawing helpers, shared with the live model's view (live/ui.js), so both draw alike.
-  window.attnlabExplorer = { el: el, bar: bar, fillHeatmap: fillHeatmap, captionedBars: captionedBars };
+  // The drawing helpers, shared with the live model's view (live/ui/draw.js), so both draw alike.
+  window.attnlabExplorer = { el: el, bar: bar, captionedBars: captionedBars };
 
   if (typeof document$ !== "undefined") {
     document$.subscribe(init);

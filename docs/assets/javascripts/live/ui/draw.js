@@ -1,19 +1,21 @@
 // Drawing the live view: the tokens, one head's bars and weight matrix, the next-token
 // prediction and the grid of every head, from the state (state.js) and the last run
 // ({ids, tokens, T, layers, heads, attention, top, ms}). The page's explorer helpers
-// (window.attnlabExplorer, explorer.js) draw bars and matrices as the explorer does.
+// (window.attnlabExplorer, explorer.js) draw the bars as the explorer does; the weight
+// matrix is a picture (renderMatrix), since a long text's is too big for a table.
 import { isAblated } from "./state.js";
 
 const HEAT_MAX = 60; // as explorer.js: sqrt(weight) x 60 % of the explorer's colour
+const WRITTEN_CELL = 32; // CSS px: a matrix cell this wide or wider has its weight written in it
 
 export const el = (tag, attrs, children) => window.attnlabExplorer.el(tag, attrs, children);
 
 export const shown = (token) => token.replace(/\n/g, "\u21B5").replace(/\t/g, "\u21E5");
 
-export function shade(weight) {
-  const pct = Math.round(Math.sqrt(Math.max(0, Math.min(1, weight))) * HEAT_MAX);
-  return `color-mix(in srgb, var(--attn-color) ${pct}%, transparent)`;
-}
+// How much of the explorer's colour shades a weight: sqrt(weight) x 60, in percent.
+const shadePercent = (weight) => Math.round(Math.sqrt(Math.max(0, Math.min(1, weight))) * HEAT_MAX);
+
+export const shade = (weight) => `color-mix(in srgb, var(--attn-color) ${shadePercent(weight)}%, transparent)`;
 
 // A view of one head's (T, T) weights in the run's attention array.
 export function headWeights(result, layer, head) {
@@ -37,7 +39,7 @@ export function renderTokens(box, state, result) {
 export function renderHead(view, state, result) {
   const words = result.tokens.map(shown);
   const w = headWeights(result, state.layer, state.head);
-  const { layer, head, captionAndBars, table } = view;
+  const { layer, head, captionAndBars, matrix } = view;
   layer.input.value = String(state.layer);
   head.input.value = String(state.head);
   layer.out.textContent = String(state.layer);
@@ -53,18 +55,58 @@ export function renderHead(view, state, result) {
     bars.appendChild(window.attnlabExplorer.bar(
       { className: "attn-bar", role: "listitem", "data-key": String(j) }, `${j} ${words[j]}`, weight, weight.toFixed(3), 1));
   }
-  window.attnlabExplorer.fillHeatmap(
-    table,
-    "All of this head's weights: row = query, column = key, tokens counted from 0; later keys are masked (blank). The selected query's row is outlined.",
-    words.slice(0, result.T).map((word, i) => `${i} ${word}`),
-    state.query,
-    (i, k) => {
-      if (k > i) return { attrs: { className: "is-masked", text: "" }, weight: null };
-      const value = w(i, k);
-      return { attrs: { text: value.toFixed(2) }, weight: value };
-    },
-    (i) => ({ "data-query": String(i) })
-  );
+  renderMatrix(matrix, state.query, result.T, w);
+  matrix.setAttribute("aria-label", `Layer ${state.layer}, head ${state.head}: the weight matrix of ${result.T} queries ` +
+    `(rows) over ${result.T} keys (columns), the stronger the colour, the more weight; row ${state.query} outlined.`);
+}
+
+// One head's (T, T) weights as a picture: row = query, column = key, shaded as the
+// explorer's cells (shadePercent: the alpha of its colour), masked keys blank, the selected
+// query's row outlined; wide enough cells have their weight written. Drawn at the device's
+// pixels: T cells across the canvas's width.
+export function renderMatrix(canvas, query, T, w) {
+  const size = Math.round(canvas.clientWidth * (window.devicePixelRatio || 1));
+  if (!size) return; // not on screen: drawn when it is
+  const colour = getComputedStyle(canvas).color.match(/[\d.]+/g).map(Number); // the CSS `color`: var(--attn-color)
+  const cells = new ImageData(T, T);
+  for (let i = 0; i < T; i++) {
+    for (let k = 0; k <= i; k++) {
+      const at = 4 * (i * T + k);
+      cells.data.set(colour.slice(0, 3), at);
+      cells.data[at + 3] = Math.round(2.55 * shadePercent(w(i, k)));
+    }
+  }
+  const picture = new OffscreenCanvas(T, T);
+  picture.getContext("2d").putImageData(cells, 0, 0);
+  canvas.width = size;
+  canvas.height = size;
+  canvas.dataset.queries = String(T);
+  const context = canvas.getContext("2d");
+  context.imageSmoothingEnabled = T > size; // sharp cells; averaged when there are more cells than pixels
+  context.drawImage(picture, 0, 0, size, size);
+  const cell = size / T;
+  const ratio = window.devicePixelRatio || 1;
+  const ink = getComputedStyle(canvas.parentElement).color;
+  if (cell >= WRITTEN_CELL * ratio) { // few tokens: each weight written in its cell, as in the explorer's table
+    context.fillStyle = ink;
+    context.font = `${Math.round(Math.min(12 * ratio, cell / 3))}px ${getComputedStyle(canvas).fontFamily}`;
+    context.textAlign = "center";
+    context.textBaseline = "middle";
+    for (let i = 0; i < T; i++) {
+      for (let k = 0; k <= i; k++) context.fillText(w(i, k).toFixed(2), (k + 0.5) * cell, (i + 0.5) * cell);
+    }
+  }
+  const line = Math.max(1, Math.round(ratio));
+  context.strokeStyle = ink;
+  context.lineWidth = line;
+  context.strokeRect(line / 2, query * cell - line / 2, size - line, cell + line);
+}
+
+// The query row under a point of the matrix (a click or a tap): 0 .. T - 1.
+export function matrixRow(canvas, event) {
+  const box = canvas.getBoundingClientRect();
+  const T = Number(canvas.dataset.queries);
+  return Math.max(0, Math.min(T - 1, Math.floor(((event.clientY - box.top) / box.height) * T)));
 }
 
 export function renderPrediction(list, result) {

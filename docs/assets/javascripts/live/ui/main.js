@@ -11,7 +11,7 @@
 // the URL (state.js); drawing is draw.js; the experiments are experiments.js.
 import "../api.js";
 import { ablatedPairs, isAblated, readUrl, toggleHead, writeUrl } from "./state.js";
-import { el, growMaps, renderHead, renderOverview, renderPrediction, renderTokens } from "./draw.js";
+import { el, growMaps, matrixRow, renderHead, renderOverview, renderPrediction, renderTokens } from "./draw.js";
 import { REPEAT_LENGTH, headScores, repeatedRandomTokens, scoreLines } from "./experiments.js";
 
 const MB = 1048576;
@@ -53,10 +53,13 @@ function buildView(root, live) {
   const controls = el("div", { className: "attn-explorer__controls" }, [v.layer.box, v.head.box]);
   v.tokens = el("div", { className: "attn-explorer__tokens", role: "group", "aria-label": "Query token", id: "live-tokens" });
   v.captionAndBars = window.attnlabExplorer.captionedBars("live-bars-caption");
-  v.table = el("table", { className: "attn-explorer__heatmap", id: "live-heatmap" });
-  const tableWrap = el("div", {
-    className: "attn-explorer__heatmap-wrap", tabindex: "0", role: "region", "aria-label": "The head's weight matrix (scrolls sideways)",
-  }, [v.table]);
+  v.matrix = el("canvas", { className: "live__matrix", id: "live-matrix", role: "img" });
+  const matrixBox = el("figure", { className: "live__matrix-box" }, [
+    v.matrix,
+    el("figcaption", { text: "The head's whole weight matrix: row = query, column = key, both from token 0 at the top " +
+      "left; the stronger the colour, the more weight; later keys are masked (blank). The selected query's row is " +
+      "outlined; tap a row to pick its query." }),
+  ]);
 
   v.predictionList = el("ol", { className: "live__prediction", id: "live-prediction" });
   v.stepButton = el("button", { type: "button", className: "md-button", id: "live-step", text: "Append the likeliest token" });
@@ -123,7 +126,7 @@ function buildView(root, live) {
   v.memory = el("p", { className: "live__timing", id: "live-memory" });
 
   v.view = el("div", { className: "live__view", hidden: "" }, [
-    v.tokens, controls, v.captionAndBars[0], v.captionAndBars[1], tableWrap, prediction, overview, experiments, v.timing, v.memory,
+    v.tokens, controls, v.captionAndBars[0], v.captionAndBars[1], matrixBox, prediction, overview, experiments, v.timing, v.memory,
   ]);
   v.form.appendChild(generation); // above the maps, so that Stop stays put while they grow
   root.textContent = "";
@@ -378,6 +381,11 @@ function build(root) {
     state.query = Number(button.dataset.index);
     render();
   });
+  v.matrix.addEventListener("click", (event) => { state.query = matrixRow(v.matrix, event); render(); });
+  // The matrix is drawn at the device's pixels in the scheme's colours: again when either changes.
+  const redrawMatrix = () => { if (result) renderHead(v, state, result); };
+  new ResizeObserver(redrawMatrix).observe(v.matrix);
+  new MutationObserver(redrawMatrix).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
   v.layer.input.addEventListener("input", () => { state.layer = Number(v.layer.input.value); render(); });
   v.head.input.addEventListener("input", () => { state.head = Number(v.head.input.value); render(); });
   v.shadeSelect.addEventListener("change", () => { state.shade = v.shadeSelect.value; render(); });
