@@ -10,7 +10,9 @@ const WRITTEN_CELL = 32; // CSS px: a matrix cell this wide or wider has its wei
 
 export const el = (tag, attrs, children) => window.attnlabExplorer.el(tag, attrs, children);
 
-export const shown = (token) => token.replace(/\n/g, "\u21B5").replace(/\t/g, "\u21E5");
+// A token as the page shows it: newlines, tabs and a token of spaces only made visible.
+export const shown = (token) => (/^ +$/.test(token) ? "\u2423".repeat(token.length) : token)
+  .replace(/\n/g, "\u21B5").replace(/\t/g, "\u21E5");
 
 // How much of the explorer's colour shades a weight: sqrt(weight) x 60, in percent.
 const shadePercent = (weight) => Math.round(Math.sqrt(Math.max(0, Math.min(1, weight))) * HEAT_MAX);
@@ -67,13 +69,19 @@ export function renderHead(view, state, result) {
 export function renderMatrix(canvas, query, T, w) {
   const size = Math.round(canvas.clientWidth * (window.devicePixelRatio || 1));
   if (!size) return; // not on screen: drawn when it is
-  const colour = getComputedStyle(canvas).color.match(/[\d.]+/g).map(Number); // the CSS `color`: var(--attn-color)
+  const style = getComputedStyle(canvas);
+  const colour = rgba(style.color); // var(--attn-color)
+  const masked = rgba(style.borderTopColor); // Material's lightest grey
   const cells = new ImageData(T, T);
   for (let i = 0; i < T; i++) {
-    for (let k = 0; k <= i; k++) {
+    for (let k = 0; k < T; k++) {
       const at = 4 * (i * T + k);
-      cells.data.set(colour.slice(0, 3), at);
-      cells.data[at + 3] = Math.round(2.55 * shadePercent(w(i, k)));
+      if (k > i) {
+        cells.data.set(masked, at);
+      } else {
+        cells.data.set(colour, at);
+        cells.data[at + 3] = Math.round(2.55 * shadePercent(w(i, k)));
+      }
     }
   }
   const picture = new OffscreenCanvas(T, T);
@@ -102,11 +110,18 @@ export function renderMatrix(canvas, query, T, w) {
   context.strokeRect(line / 2, query * cell - line / 2, size - line, cell + line);
 }
 
-// The query row under a point of the matrix (a click or a tap): 0 .. T - 1.
-export function matrixRow(canvas, event) {
+// A computed CSS colour, "rgb(r, g, b)" or "rgba(r, g, b, a)", as the 4 bytes of a pixel.
+function rgba(cssColour) {
+  const [r, g, b, a = 1] = cssColour.match(/[\d.]+/g).map(Number);
+  return [r, g, b, Math.round(255 * a)];
+}
+
+// The cell under a point of the matrix (a click, a tap, the pointer): {query, key}, 0 .. T - 1.
+export function matrixCell(canvas, event) {
   const box = canvas.getBoundingClientRect();
   const T = Number(canvas.dataset.queries);
-  return Math.max(0, Math.min(T - 1, Math.floor(((event.clientY - box.top) / box.height) * T)));
+  const at = (offset, length) => Math.max(0, Math.min(T - 1, Math.floor((offset / length) * T)));
+  return { query: at(event.clientY - box.top, box.height), key: at(event.clientX - box.left, box.width) };
 }
 
 export function renderPrediction(list, result) {
@@ -138,7 +153,7 @@ export function renderOverview(view, state, result, scores) {
     ? `Each cell is a head (row = layer, column = head): the token that query ${state.query} looks at most, shaded by its weight.`
     : `Each cell is a head (row = layer, column = head): its ${shadeSelect.selectedOptions[0].text} on this text, in [0, 1]` +
       (state.shade === "induction" && !scores.induction
-        ? " (the text does not end with a sequence written twice: try the repeated random tokens)." : ".");
+        ? " (it needs a text that ends with one run of tokens written twice in a row, A B C A B C: try Repeated random tokens)." : ".");
   grid.textContent = "";
   const headRow = el("tr", {}, [el("th", { scope: "col", text: "layer \u2193 head \u2192" })]);
   for (let h = 0; h < result.heads; h++) headRow.appendChild(el("th", { scope: "col", text: String(h) }));
@@ -154,6 +169,7 @@ export function renderOverview(view, state, result, scores) {
         type: "button", className: "live__head" + (off ? " is-ablated" : "") + (selected ? " is-selected" : ""),
         "data-layer": String(l), "data-head": String(h), "aria-pressed": String(off),
         "aria-label": `layer ${l}, head ${h}${off ? ", knocked out" : ""}: ${value.text}`,
+        title: `layer ${l}, head ${h}${off ? ", knocked out" : ""}: ${value.text}`,
         text: off ? "\u00D7" : value.text,
       });
       if (!off) button.style.backgroundColor = shade(value.weight);

@@ -11,10 +11,12 @@
 // the URL (state.js); drawing is draw.js; the experiments are experiments.js.
 import "../api.js";
 import { ablatedPairs, isAblated, readUrl, toggleHead, writeUrl } from "./state.js";
-import { el, growMaps, matrixRow, renderHead, renderOverview, renderPrediction, renderTokens } from "./draw.js";
+import {
+  el, growMaps, headWeights, matrixCell, renderHead, renderOverview, renderPrediction, renderTokens, shown,
+} from "./draw.js";
 import { REPEAT_LENGTH, headScores, repeatedRandomTokens, scoreLines } from "./experiments.js";
 
-const MB = 1048576;
+const MiB = 1048576;
 
 function range(id, label) {
   const input = el("input", { type: "range", id, min: "0", max: "0", step: "1", value: "0" });
@@ -31,9 +33,9 @@ function numberField(id, label, attrs) {
 function buildView(root, live) {
   const v = {};
   v.status = el("p", { className: "live__status", id: "live-status", "aria-live": "polite" });
-  const sizeMb = Math.round(live.modelBytes / MB);
+  const sizeMb = Math.round(live.modelBytes / MiB);
   v.loadButton = el("button", {
-    type: "button", className: "md-button md-button--primary", id: "live-load", text: `Load the model, ${sizeMb} MB`,
+    type: "button", className: "md-button md-button--primary", id: "live-load", text: `Load the model, ${sizeMb} MiB`,
   });
   v.progress = el("progress", { id: "live-progress", max: "1", value: "0", hidden: "", "aria-label": "Model download" });
   v.openInput = el("input", { type: "file", id: "live-open", accept: ".gguf" });
@@ -53,12 +55,13 @@ function buildView(root, live) {
   const controls = el("div", { className: "attn-explorer__controls" }, [v.layer.box, v.head.box]);
   v.tokens = el("div", { className: "attn-explorer__tokens", role: "group", "aria-label": "Query token", id: "live-tokens" });
   v.captionAndBars = window.attnlabExplorer.captionedBars("live-bars-caption");
+  v.captionAndBars[1].tabIndex = 0; // the list scrolls in its own box (live.css): reachable by keyboard
   v.matrix = el("canvas", { className: "live__matrix", id: "live-matrix", role: "img" });
   const matrixBox = el("figure", { className: "live__matrix-box" }, [
     v.matrix,
     el("figcaption", { text: "The head's whole weight matrix: row = query, column = key, both from token 0 at the top " +
-      "left; the stronger the colour, the more weight; later keys are masked (blank). The selected query's row is " +
-      "outlined; tap a row to pick its query." }),
+      "left; the stronger the colour, the more weight; later keys are masked (grey). The selected query's row is " +
+      "outlined; click or tap a row to pick its query." }),
   ]);
 
   v.predictionList = el("ol", { className: "live__prediction", id: "live-prediction" });
@@ -67,18 +70,20 @@ function buildView(root, live) {
 
   v.newTokens = numberField("live-new-tokens", "New tokens", { min: "1", max: "256", step: "1", value: "32" });
   v.temperature = numberField("live-temperature", "Temperature (0: greedy)", { min: "0", step: "0.1", value: "0" });
-  v.topK = numberField("live-top-k", "Top-k (empty: all)", { min: "1", step: "1" });
-  v.topP = numberField("live-top-p", "Top-p (empty: all)", { min: "0", max: "1", step: "0.05" });
-  v.seed = numberField("live-seed", "Seed", { min: "0", step: "1", value: "0" });
+  v.topK = numberField("live-top-k", "Top-k (sampling; empty: all)", { min: "1", step: "1" });
+  v.topP = numberField("live-top-p", "Top-p (sampling; empty: all)", { min: "0", max: "1", step: "0.05" });
+  v.seed = numberField("live-seed", "Seed (sampling)", { min: "0", step: "1", value: "0" });
   v.chat = el("input", { type: "checkbox", id: "live-chat" });
-  v.chatBox = el("div", { className: "live__field live__check", hidden: "" }, [v.chat, el("label", { for: "live-chat", text: "As a chat message (the model's chat template)" })]);
+  v.chatBox = el("div", { className: "live__field live__check", hidden: "" }, [v.chat, el("label", { for: "live-chat", text: "As a chat message (Generate puts your text in the model's chat template)" })]);
   v.generateButton = el("button", { type: "button", className: "md-button md-button--primary", id: "live-generate", text: "Generate" });
   v.stopButton = el("button", { type: "button", className: "md-button", id: "live-stop", text: "Stop", disabled: "" });
   v.generated = el("p", { className: "live__generated", id: "live-generated", "aria-live": "polite" });
   v.generateTiming = el("p", { className: "live__timing", id: "live-generate-timing" });
   const generation = el("div", { className: "live__box" }, [
     el("h3", { text: "Generate" }),
-    el("p", { text: "The model continues your text one token at a time, reading each new token through its KV cache; the maps below grow a row per token." }),
+    el("p", { text: "The model continues your text one token at a time, reading each new token through its KV cache; " +
+      "the head's weight matrix below grows a row per token, and the query follows the newest token. " +
+      "Temperature 0 takes the likeliest token; above 0 it samples, and top-k, top-p and the seed apply." }),
     el("div", { className: "live__fields" }, [v.newTokens.box, v.temperature.box, v.topK.box, v.topP.box, v.seed.box]),
     v.chatBox,
     el("div", { className: "live__buttons" }, [v.generateButton, v.stopButton]),
@@ -115,10 +120,10 @@ function buildView(root, live) {
   v.scoreOut = el("div", { id: "live-score-out", "aria-live": "polite" });
   const experiments = el("div", { className: "live__box" }, [
     el("h3", { text: "Experiments" }),
-    el("p", { text: `Repeated random tokens: ${REPEAT_LENGTH} random tokens written twice, as in ` +
+    el("p", { text: `Repeated random tokens: the start-of-text token, then ${REPEAT_LENGTH} random tokens written twice, as in ` +
       "\u201CWhat trained attention does\u201D; induction heads look, from each token of the second copy, at the " +
       "token after its first occurrence. Score every head: the three measures of that chapter on the current text, " +
-      "the five best heads of each (induction: when the text ends with a sequence written twice)." }),
+      "the five best heads of each (induction: when the text ends with one run of tokens written twice in a row)." }),
     el("div", { className: "live__buttons" }, [v.repeatButton, v.scoreButton]),
     v.scoreOut,
   ]);
@@ -155,7 +160,7 @@ function build(root) {
   let scores = null;
   let running = null;
   let generating = false;
-  const sizeMb = Math.round(live.modelBytes / MB);
+  const sizeMb = Math.round(live.modelBytes / MiB);
   const setStatus = (text) => { v.status.textContent = text; };
   const modelName = () => live.info().name;
 
@@ -172,8 +177,11 @@ function build(root) {
     v.restoreButton.disabled = ablatedPairs(state.ablate).length === 0;
     v.stepButton.disabled = generating || result.T >= live.info().max_tokens;
     const ablated = ablatedPairs(state.ablate);
-    v.timing.textContent = `Forward pass: ${result.T} tokens in ${Math.round(result.ms)} ms (${live.info().kernels}, in a Web Worker)` +
-      (ablated.length ? `; heads knocked out: ${ablated.map(([l, h]) => `${l}.${h}`).join(", ")}` : "") + ".";
+    const knockedOut = ablated.map(([l, h]) => `layer ${l} head ${h}`).join(", ");
+    v.timing.textContent = (generating
+      ? `Generating through the KV cache: ${result.T} tokens read so far`
+      : `Forward pass: ${result.T} tokens in ${Math.round(result.ms)} ms (${live.info().kernels}, in a Web Worker)`) +
+      (ablated.length ? `; heads knocked out: ${knockedOut}` : "") + ".";
     if (!generating) writeUrl(state); // once the text is whole: history calls are slow and rate-limited
   }
 
@@ -228,7 +236,9 @@ function build(root) {
       const encoded = await live.tokens(text);
       if (!encoded.ids.length) throw new Error("the text has no tokens: type something");
       // the maps of every token fit the page's limit: fewer new tokens when the text is long
-      options.max_new_tokens = Math.max(0, Math.min(options.max_new_tokens, live.info().max_map_tokens - encoded.ids.length));
+      const room = live.info().max_map_tokens - encoded.ids.length;
+      const limited = options.max_new_tokens > room;
+      options.max_new_tokens = Math.max(0, Math.min(options.max_new_tokens, room));
       const pieces = [];
       const times = [];
       // Tokens can come faster than the maps can be drawn: each token's rows wait in
@@ -282,7 +292,9 @@ function build(root) {
       drawPending();
       const perToken = times.length ? times.reduce((a, b) => a + b, 0) / times.length : null;
       v.generateTiming.textContent = `${newIds.length} tokens` +
+        (limited ? ` (the page keeps every map for ${live.info().max_map_tokens} tokens at most)` : "") +
         (perToken ? `; ${(1000 / perToken).toFixed(1)} tokens/s while decoding (${perToken.toFixed(0)} ms a token, through the KV cache)` : "") + ".";
+      v.chat.checked = false; // the text is now the whole chat: Generate again continues it as it is
       state.ids = encoded.ids.concat(newIds);
       state.idsSetDirectly = true;
       state.query = null;
@@ -298,7 +310,7 @@ function build(root) {
     v.progress.max = String(p.total || 1);
     v.progress.value = String(p.loaded);
     setStatus(`${p.fromCache ? "Reading the model from this browser's cache: " : "Reading the model: "}` +
-      `${Math.round(p.loaded / MB)} of ${Math.round(p.total / MB)} MB`);
+      `${Math.round(p.loaded / MiB)} of ${Math.round(p.total / MiB)} MiB`);
   }
 
   // The reader's own GGUF file: the model in use stays if it cannot be read.
@@ -326,7 +338,7 @@ function build(root) {
       v.loadButton.hidden = false;
       const memory = /memory|allocation|Array buffer/i.test(error.message);
       setStatus((memory
-        ? `This browser could not give the model the memory it needs (about ${sizeMb + 40} MB). `
+        ? `This browser could not give the model the memory it needs (about ${sizeMb + 40} MiB). `
         : `The model could not be loaded (${error.message}). `) + "The precomputed prompts above still work.");
     }
   }
@@ -350,7 +362,7 @@ function build(root) {
     const how = ownFile ? "read from your file" : info.fromCache ? "from this browser's cache" : "downloaded";
     setStatus(`${info.name} ready (${how}, ${Math.round(info.loadMs)} ms).`);
     v.memory.textContent = `The model: ${info.name} (${info.architecture}, ${info.num_layers} layers of ` +
-      `${info.num_heads} heads), a ${Math.round(info.bytes / MB)} MB file; ${Math.round(info.memory_bytes / MB)} MB ` +
+      `${info.num_heads} heads), a ${Math.round(info.bytes / MiB)} MiB file; ${Math.round(info.memory_bytes / MiB)} MiB ` +
       "of memory in its worker, the weights kept quantised as in the file.";
     root.dataset.live = "ready";
     scores = null;
@@ -381,7 +393,14 @@ function build(root) {
     state.query = Number(button.dataset.index);
     render();
   });
-  v.matrix.addEventListener("click", (event) => { state.query = matrixRow(v.matrix, event); render(); });
+  v.matrix.addEventListener("click", (event) => { state.query = matrixCell(v.matrix, event).query; render(); });
+  v.matrix.addEventListener("pointermove", (event) => { // the cell's weight, as a tooltip
+    if (!result) return;
+    const { query, key } = matrixCell(v.matrix, event);
+    const word = (i) => `${i} \u201C${shown(result.tokens[i]).trim()}\u201D`;
+    v.matrix.title = `query ${word(query)}, key ${word(key)}: ` +
+      (key > query ? "masked" : headWeights(result, state.layer, state.head)(query, key).toFixed(3));
+  });
   // The matrix is drawn at the device's pixels in the scheme's colours: again when either changes.
   const redrawMatrix = () => { if (result) renderHead(v, state, result); };
   new ResizeObserver(redrawMatrix).observe(v.matrix);
@@ -442,23 +461,25 @@ function build(root) {
     root.dataset.live = "unavailable";
     return;
   }
-  const bytes = `${sizeMb} MB (${live.modelBytes.toLocaleString("en")} bytes)`;
+  const bytes = `${sizeMb} MiB (${live.modelBytes.toLocaleString("en")} bytes)`;
   if (live.saveData()) {
-    v.loadButton.textContent = `Download ${sizeMb} MB and load the model`;
+    v.loadButton.textContent = `Download ${sizeMb} MiB and load the model`;
     setStatus(`Your browser asks to save data: this will download ${bytes}. Nothing is downloaded until you press the button; ` +
       "the file is then kept in this browser's cache for the next visit.");
   } else {
     setStatus(`Nothing is downloaded until you ask: the model is ${bytes}, then kept in this browser's cache for the next visit. ` +
-      `Phones can run it too, with about ${sizeMb + 40} MB of memory to spare.`);
+      `Phones can run it too, with about ${sizeMb + 40} MiB of memory to spare.`);
   }
   root.dataset.live = "idle";
-  // A shared view (state in the URL) opens by itself when the model is already cached
-  // (never on a metered connection: reading the cache costs nothing, but ask anyway).
-  if (state.fromUrl && typeof caches !== "undefined" && !live.saveData()) {
-    caches.open("attnlab-live-v1").then((cache) => cache.match(live.modelUrl))
-      .then((hit) => { if (hit) start(); })
-      .catch(() => {});
-  }
+  // Already in this browser's cache: the button says so, and a shared view (state in the
+  // URL) opens by itself (never on a metered connection: reading the cache costs nothing,
+  // but ask anyway).
+  if (typeof caches === "undefined") return;
+  caches.open("attnlab-live-v1").then((cache) => cache.match(live.modelUrl)).then((hit) => {
+    if (!hit || root.dataset.live !== "idle") return;
+    v.loadButton.textContent = "Load the model from this browser's cache";
+    if (state.fromUrl && !live.saveData()) start();
+  }).catch(() => {});
 }
 
 function init() {
