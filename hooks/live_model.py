@@ -166,7 +166,8 @@ def benchmark_table(results: dict[str, Any]) -> str:
     if decode:
         rows += [
             "",
-            "Generating, the page writes "
+            "Generating (the page's `generate`, without the maps or the drawing, which the "
+            "Generate button adds), the page writes "
             + _listed(f"{run['browser_tokens_per_s']:.1f}" for run in decode)
             + " tokens a second at "
             + _listed(str(run["context"]) for run in decode)
@@ -185,10 +186,11 @@ def benchmark_table(results: dict[str, Any]) -> str:
             "computes the last position's only, which is all it shows: against PyTorch's "
             f"{same_work:.0f} ms without them, the page takes "
             f"{run['browser_ms'] / same_work:.1f}× the time (the page also skips the last "
-            "layer's feed-forward for the other positions, about 3% of the pass). Most of "
-            "that gap is the matrix products, which run near WebAssembly's ceiling here: its "
-            "SIMD multiplies four float32 lanes an instruction, half of what PyTorch's "
-            "AVX-512 kernels get through on this processor.",
+            "layer's output projection and feed-forward for the other positions, about 3% "
+            "of the pass). Most of that gap is the matrix products, which run near "
+            "WebAssembly's ceiling here: its SIMD is 128 bits wide, four float32 lanes; "
+            "PyTorch's AVX-512 kernels have sixteen, which this processor runs at half "
+            "rate, twice WebAssembly's throughput.",
         ]
     cpu = [
         f"{run['T']} tokens {run['node_cpu_ms']:.0f} ms against {run['torch_cpu_ms']:.0f} ms"

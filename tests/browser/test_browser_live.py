@@ -235,6 +235,8 @@ def test_live_view_generates_and_the_maps_grow(live_tab: Any) -> None:
     tab.locator("#live-new-tokens").fill("200")
     tab.locator("#live-generate").click()
     tab.wait_for_function("document.querySelector('#live-generated').textContent.length > 0")
+    for control in ("run", "restore", "repeat", "mode-ablate", "open"):  # they would rerun it
+        assert tab.locator(f"#live-{control}").is_disabled(), f"{control} while generating"
     tab.locator("#live-stop").click()
     tab.wait_for_function(
         "document.querySelector('#live-generate-timing').textContent.includes('tokens')",

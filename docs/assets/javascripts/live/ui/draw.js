@@ -153,7 +153,7 @@ export function renderOverview(view, state, result, scores) {
     ? `Each cell is a head (row = layer, column = head): the token that query ${state.query} looks at most, shaded by its weight.`
     : `Each cell is a head (row = layer, column = head): its ${shadeSelect.selectedOptions[0].text} on this text, in [0, 1]` +
       (state.shade === "induction" && !scores.induction
-        ? " (it needs a text that ends with one run of tokens written twice in a row, A B C A B C: try Repeated random tokens)." : ".");
+        ? " (it needs a text that ends with one run of tokens written twice in a row, A B C A B C, the same token ids: a word with and without a space before it is two different tokens; try Repeated random tokens)." : ".");
   grid.textContent = "";
   const headRow = el("tr", {}, [el("th", { scope: "col", text: "layer \u2193 head \u2192" })]);
   for (let h = 0; h < result.heads; h++) headRow.appendChild(el("th", { scope: "col", text: String(h) }));

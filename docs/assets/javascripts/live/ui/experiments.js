@@ -42,7 +42,7 @@ export function scoreLines(scores) {
     const text = table
       ? top_heads(table, 5).map((b) => `layer ${b.layer} head ${b.head} (${b.score.toFixed(2)})`).join(", ")
       : key === "induction"
-        ? "the text does not end with one run of tokens written twice in a row (A B C A B C), so there is nothing to measure"
+        ? "the text does not end with one run of tokens written twice in a row (A B C A B C, the same token ids: \u201Cred\u201D and \u201C red\u201D differ), so there is nothing to measure"
         : "one token: nothing to measure";
     return { key, text: `${label}: ${text}` };
   });

@@ -60,7 +60,8 @@ function buildView(root, live) {
   const matrixBox = el("figure", { className: "live__matrix-box" }, [
     v.matrix,
     el("figcaption", { text: "The head's whole weight matrix: row = query, column = key, both from token 0 at the top " +
-      "left; the stronger the colour, the more weight; later keys are masked (grey). The selected query's row is " +
+      "left; the stronger the colour, the more weight (the shade grows as the square root of the weight, so " +
+      "that small weights show); later keys are masked (grey). The selected query's row is " +
       "outlined; click or tap a row to pick its query." }),
   ]);
 
@@ -82,7 +83,7 @@ function buildView(root, live) {
   const generation = el("div", { className: "live__box" }, [
     el("h3", { text: "Generate" }),
     el("p", { text: "The model continues your text one token at a time, reading each new token through its KV cache; " +
-      "the head's weight matrix below grows a row per token, and the query follows the newest token. " +
+      "the head's weight matrix below grows a row per token, and the query follows the last token read. " +
       "Temperature 0 takes the likeliest token; above 0 it samples, and top-k, top-p and the seed apply." }),
     el("div", { className: "live__fields" }, [v.newTokens.box, v.temperature.box, v.topK.box, v.topP.box, v.seed.box]),
     v.chatBox,
@@ -174,8 +175,8 @@ function build(root) {
     renderHead(v, state, result);
     renderPrediction(v.predictionList, result);
     renderOverview(v, state, result, scores);
-    v.restoreButton.disabled = ablatedPairs(state.ablate).length === 0;
-    v.stepButton.disabled = generating || result.T >= live.info().max_tokens;
+    v.restoreButton.disabled = generating || ablatedPairs(state.ablate).length === 0;
+    v.stepButton.disabled = generating || result.T >= live.info().max_map_tokens;
     const ablated = ablatedPairs(state.ablate);
     const knockedOut = ablated.map(([l, h]) => `layer ${l} head ${h}`).join(", ");
     v.timing.textContent = (generating
@@ -192,6 +193,7 @@ function build(root) {
 
   // Tokenise (unless the ids were set directly), run, draw. One at a time; the latest wins.
   async function update() {
+    if (generating) return; // the generation's own view comes first (setGenerating)
     const request = {};
     running = request;
     setStatus("Running the model\u2026");
@@ -200,6 +202,8 @@ function build(root) {
         ? { ids: state.ids, ...(await live.decode(state.ids)) }
         : await live.tokens(state.text);
       if (!encoded.ids.length) throw new Error("the text has no tokens: type something");
+      const most = live.info().max_map_tokens;
+      if (encoded.ids.length > most) throw new Error(`your text is ${encoded.ids.length} tokens; this view shows ${most} at most: shorten it`);
       if (state.idsSetDirectly) v.textArea.value = encoded.text;
       state.ids = encoded.ids;
       const out = await live.run(encoded.ids, { ablate: state.ablate, return_attention: true });
@@ -214,12 +218,15 @@ function build(root) {
     }
   }
 
+  // While tokens stream in, nothing else may run the model or change what it runs:
+  // update() waits, and the controls that call it are off.
   function setGenerating(on) {
     generating = on;
     v.generateButton.disabled = on;
     v.stopButton.disabled = !on;
-    v.runButton.disabled = on;
-    v.stepButton.disabled = on;
+    for (const control of [v.runButton, v.stepButton, v.restoreButton, v.repeatButton, v.modeAblate, v.openInput]) {
+      control.disabled = on;
+    }
   }
 
   // Generate from the text (or its chat prompt): the tokens stream in, the maps grow.
@@ -237,6 +244,7 @@ function build(root) {
       if (!encoded.ids.length) throw new Error("the text has no tokens: type something");
       // the maps of every token fit the page's limit: fewer new tokens when the text is long
       const room = live.info().max_map_tokens - encoded.ids.length;
+      if (room <= 0) throw new Error(`your text fills the ${live.info().max_map_tokens} tokens the page keeps maps for`);
       const limited = options.max_new_tokens > room;
       options.max_new_tokens = Math.max(0, Math.min(options.max_new_tokens, room));
       const pieces = [];
@@ -292,7 +300,8 @@ function build(root) {
       drawPending();
       const perToken = times.length ? times.reduce((a, b) => a + b, 0) / times.length : null;
       v.generateTiming.textContent = `${newIds.length} tokens` +
-        (limited ? ` (the page keeps every map for ${live.info().max_map_tokens} tokens at most)` : "") +
+        (limited && newIds.length === options.max_new_tokens
+          ? ` (the page keeps every map for ${live.info().max_map_tokens} tokens at most)` : "") +
         (perToken ? `; ${(1000 / perToken).toFixed(1)} tokens/s while decoding (${perToken.toFixed(0)} ms a token, through the KV cache)` : "") + ".";
       v.chat.checked = false; // the text is now the whole chat: Generate again continues it as it is
       state.ids = encoded.ids.concat(newIds);
@@ -338,7 +347,7 @@ function build(root) {
       v.loadButton.hidden = false;
       const memory = /memory|allocation|Array buffer/i.test(error.message);
       setStatus((memory
-        ? `This browser could not give the model the memory it needs (about ${sizeMb + 40} MiB). `
+        ? "This browser could not give the model the memory it needs. "
         : `The model could not be loaded (${error.message}). `) + "The precomputed prompts above still work.");
     }
   }
@@ -414,6 +423,7 @@ function build(root) {
     const l = Number(button.dataset.layer);
     const h = Number(button.dataset.head);
     if (v.modeAblate.checked) {
+      if (generating) return;
       toggleHead(state.ablate, l, h);
       update();
     } else {
@@ -468,7 +478,7 @@ function build(root) {
       "the file is then kept in this browser's cache for the next visit.");
   } else {
     setStatus(`Nothing is downloaded until you ask: the model is ${bytes}, then kept in this browser's cache for the next visit. ` +
-      `Phones can run it too, with about ${sizeMb + 40} MiB of memory to spare.`);
+      "Phones can run it too.");
   }
   root.dataset.live = "idle";
   // Already in this browser's cache: the button says so, and a shared view (state in the
