@@ -232,6 +232,11 @@ def test_live_view_generates_and_the_maps_grow(live_tab: Any) -> None:
     assert tab.locator("#live-generated").inner_text().startswith(" mat.")
     assert int(tab.locator("#live-matrix").get_attribute("data-queries")) == before + 6
     assert "live-ids=" in tab.url
+    tab.locator("#live-new-tokens").fill("2.5")
+    tab.locator("#live-generate").click()
+    status = "document.querySelector('#live-status').textContent"
+    tab.wait_for_function(f"{status}.includes('New tokens must be a whole number')")
+    assert tab.evaluate(status).endswith("at least 1; got 2.5")
     tab.locator("#live-new-tokens").fill("200")
     tab.locator("#live-generate").click()
     tab.wait_for_function("document.querySelector('#live-generated').textContent.length > 0")

@@ -239,6 +239,9 @@ function build(root) {
     v.generateTiming.textContent = "";
     running = {}; // a run started before is no longer drawn
     try {
+      if (!Number.isInteger(options.max_new_tokens) || options.max_new_tokens < 1) { // the field's name, not the API's
+        throw new Error(`New tokens must be a whole number of at least 1; got ${v.newTokens.input.value}`);
+      }
       const text = (v.chat.checked && (await live.chatPrompt(state.text))) || state.text;
       const encoded = await live.tokens(text);
       if (!encoded.ids.length) throw new Error("the text has no tokens: type something");
