@@ -331,6 +331,9 @@ def test_live_second_visit_reads_the_browsers_cache(
     requests: list[str] = []
     tab.on("request", lambda request: requests.append(request.url))
     tab.goto(site_url + explorer_path(built_site))
+    tab.wait_for_function(  # attnlabLive.isCached(): the button says nothing will download
+        "document.querySelector('#live-load').textContent.includes(\"this browser's cache\")"
+    )
     info = tab.evaluate("attnlabLive.load()")
     assert info["fromCache"] and info["bytes"] == 98_362_432
     assert not [url for url in requests if url.endswith(".gguf")]

@@ -3,6 +3,8 @@
 //   attnlabLive.load()              -> Promise of the model's info once it is ready
 //                                      (downloads it the first time, then reads the
 //                                      browser's cache);
+//   attnlabLive.isCached()          -> Promise of true when the browser's cache holds the
+//                                      model's file (load() will download nothing);
 //   attnlabLive.open(file)          -> Promise of the info of the model in the reader's own
 //                                      GGUF file (File or ArrayBuffer, read in the worker,
 //                                      never uploaded; at most 2 GiB); a file it cannot
@@ -30,6 +32,8 @@
 //   attnlabLive.stop()              -> stops the generation under way after its token.
 // Bad input rejects the Promise with an Error (TypeError or RangeError) naming it.
 // The page's own code (ui/*.js) uses nothing else. Loaded by the explorer page only.
+
+import { openCache } from "./cache.js";
 
 const tag = document.querySelector("script[data-live-model]");
 const workerUrl = new URL("./worker.js", import.meta.url);
@@ -97,6 +101,12 @@ function ask(message, handlers = {}) {
     pending.set(message.id, { resolve, reject, ...handlers });
     worker.postMessage(message);
   });
+}
+
+// Whether the browser's cache holds the model's file (nothing is downloaded to find out).
+async function isCached() {
+  const cache = modelUrl ? await openCache() : null;
+  return Boolean(cache && (await cache.match(modelUrl).catch(() => null)));
 }
 
 // Load the model (once); options.onProgress({loaded, total, fromCache}) while it arrives.
@@ -243,6 +253,7 @@ const api = {
   modelBytes,
   saveData,
   unavailableReason,
+  isCached,
   load,
   open,
   info,

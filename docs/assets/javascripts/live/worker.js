@@ -1,4 +1,4 @@
-// The module Worker that holds the model and runs it, so that the page never freezes.
+// The module Worker that holds the model and runs it, so that the page keeps answering.
 //
 // Messages in (from api.js), each with an `id` that its answer repeats:
 //   {type: "load", url}            -> progress messages, then {type: "result", result: info}
@@ -15,26 +15,15 @@
 //   {type: "stop", target}          -> the generation `target` stops after its current token.
 // A failure answers {type: "error", name, message}: bad input is refused before any
 // arithmetic, with the message the Python would give.
+import { openCache } from "./cache.js";
 import { Engine, FileSlot } from "./engine.js";
 import { topK } from "./model.js";
 
-const CACHE_NAME = "attnlab-live-v1";
 let engine = null;
 let loading = null;
 const stopped = new Set(); // ids of generations asked to stop
 
 const post = (message, transfer = []) => self.postMessage(message, transfer);
-
-// The browser's Cache Storage (kept across visits), where it exists: secure contexts
-// (https, or http on 127.0.0.1 / localhost).
-async function openCache() {
-  if (typeof caches === "undefined") return null;
-  try {
-    return await caches.open(CACHE_NAME);
-  } catch {
-    return null;
-  }
-}
 
 // Read a response's body into a FileSlot, reporting progress as the bytes arrive.
 async function readInto(response, id, fromCache) {

@@ -33,9 +33,9 @@ function numberField(id, label, attrs) {
 function buildView(root, live) {
   const v = {};
   v.status = el("p", { className: "live__status", id: "live-status", "aria-live": "polite" });
-  const sizeMb = Math.round(live.modelBytes / MiB);
+  const sizeMiB = Math.round(live.modelBytes / MiB);
   v.loadButton = el("button", {
-    type: "button", className: "md-button md-button--primary", id: "live-load", text: `Load the model, ${sizeMb} MiB`,
+    type: "button", className: "md-button md-button--primary", id: "live-load", text: `Load the model, ${sizeMiB} MiB`,
   });
   v.progress = el("progress", { id: "live-progress", max: "1", value: "0", hidden: "", "aria-label": "Model download" });
   v.openInput = el("input", { type: "file", id: "live-open", accept: ".gguf" });
@@ -161,7 +161,7 @@ function build(root) {
   let scores = null;
   let running = null;
   let generating = false;
-  const sizeMb = Math.round(live.modelBytes / MiB);
+  const sizeMiB = Math.round(live.modelBytes / MiB);
   const setStatus = (text) => { v.status.textContent = text; };
   const modelName = () => live.info().name;
 
@@ -175,9 +175,9 @@ function build(root) {
     renderHead(v, state, result);
     renderPrediction(v.predictionList, result);
     renderOverview(v, state, result, scores);
-    v.restoreButton.disabled = generating || ablatedPairs(state.ablate).length === 0;
-    v.stepButton.disabled = generating || result.T >= live.info().max_map_tokens;
     const ablated = ablatedPairs(state.ablate);
+    v.restoreButton.disabled = generating || ablated.length === 0;
+    v.stepButton.disabled = generating || result.T >= live.info().max_map_tokens;
     const knockedOut = ablated.map(([l, h]) => `layer ${l} head ${h}`).join(", ");
     v.timing.textContent = (generating
       ? `Generating through the KV cache: ${result.T} tokens read so far`
@@ -265,21 +265,18 @@ function build(root) {
         const started = performance.now();
         requestAnimationFrame(() => setTimeout(() => { rest = performance.now() - started; }));
         const steps = pending.splice(0);
-        if (steps[0].index === 0) {
-          const first = steps.shift();
-          result = newResult({ attention: first.attention, top: [], ms: first.ms }, encoded);
-          result.ids = encoded.ids.slice();
-          result.tokens = encoded.tokens.slice();
-          result.ids.push(first.token_id);
-          result.tokens.push(first.token);
+        if (steps[0].index === 0) { // the prompt's pass: its maps start the view
+          const { attention, ms } = steps[0];
+          result = newResult({ attention, top: [], ms }, { ids: encoded.ids.slice(), tokens: encoded.tokens.slice() });
         }
-        if (steps.length) {
-          result.attention = growMaps(result, steps.map((step) => ({ rows: step.attention, n: step.T })));
-          for (const step of steps) {
-            result.T += step.T;
-            result.ids.push(step.token_id);
-            result.tokens.push(step.token);
-          }
+        const blocks = steps.filter((step) => step.index > 0).map((step) => ({ rows: step.attention, n: step.T }));
+        if (blocks.length) {
+          result.attention = growMaps(result, blocks);
+          result.T += blocks.reduce((total, block) => total + block.n, 0);
+        }
+        for (const step of steps) { // each chosen token, shown greyed out until it is read
+          result.ids.push(step.token_id);
+          result.tokens.push(step.token);
         }
         v.generated.textContent = pieces.join("");
         state.query = null;
@@ -474,9 +471,9 @@ function build(root) {
     root.dataset.live = "unavailable";
     return;
   }
-  const bytes = `${sizeMb} MiB (${live.modelBytes.toLocaleString("en")} bytes)`;
+  const bytes = `${sizeMiB} MiB (${live.modelBytes.toLocaleString("en")} bytes)`;
   if (live.saveData()) {
-    v.loadButton.textContent = `Download ${sizeMb} MiB and load the model`;
+    v.loadButton.textContent = `Download ${sizeMiB} MiB and load the model`;
     setStatus(`Your browser asks to save data: this will download ${bytes}. Nothing is downloaded until you press the button; ` +
       "the file is then kept in this browser's cache for the next visit.");
   } else {
@@ -487,8 +484,7 @@ function build(root) {
   // Already in this browser's cache: the button says so, and a shared view (state in the
   // URL) opens by itself (never on a metered connection: reading the cache costs nothing,
   // but ask anyway).
-  if (typeof caches === "undefined") return;
-  caches.open("attnlab-live-v1").then((cache) => cache.match(live.modelUrl)).then((hit) => {
+  live.isCached().then((hit) => {
     if (!hit || root.dataset.live !== "idle") return;
     v.loadButton.textContent = "Load the model from this browser's cache";
     if (state.fromUrl && !live.saveData()) start();
