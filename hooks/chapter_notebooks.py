@@ -69,7 +69,7 @@ if importlib.util.find_spec("gguf") is None:
     importlib.invalidate_caches()"""
 LLM_IMPORT = re.compile(r"^\s*(?:from|import)\s+attnlab\.llama\b", re.MULTILINE)
 
-CHAPTERS = ("walkthrough/*.md", "transformer/*.md", "efficient/*.md", "llm/*.md")
+CHAPTERS = ("start/*.md", "walkthrough/*.md", "transformer/*.md", "efficient/*.md", "llm/*.md")
 NOT_CHAPTERS = ("*/index.md",)
 
 COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)

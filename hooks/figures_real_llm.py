@@ -38,6 +38,11 @@ def _model() -> tuple[LlamaModel, Tokenizer]:
     return load_smollm2()
 
 
+def smollm2() -> tuple[LlamaModel, Tokenizer]:
+    """SmolLM2 and its tokenizer, loaded once per build: the other figure modules share it."""
+    return _model()
+
+
 @functools.cache
 def _sink_maps() -> torch.Tensor:
     from attnlab.llama.interpret import attention_maps

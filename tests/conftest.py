@@ -160,6 +160,7 @@ SHARED_WORK = {
     },
     # `attnlab.llama.load_smollm2()` loads once per process (tests/llama mark themselves).
     "smollm2": {
+        "docs/start/what-attention-does.md",
         "docs/llm/real-llm.md",
         "docs/llm/trained-attention.md",
         "docs/walkthrough/where-next.md",

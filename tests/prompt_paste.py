@@ -19,9 +19,11 @@ import code
 import contextlib
 import functools
 import io
+import itertools
 import re
 import sys
 import traceback
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,12 +35,21 @@ from support import hooks_importable
 hooks_importable()
 from page_blocks import page_blocks  # noqa: E402
 
+_CONSOLES = itertools.count(1)
+
 
 class Prompt(code.InteractiveConsole):
-    """The standard console, keeping the first error instead of printing it."""
+    """The standard console, keeping the first error instead of printing it.
+
+    Its namespace is a module's, as the real prompt's is ``__main__``'s, under a name of
+    its own per console: ``torch.compile`` imports a traced function's module by name
+    to read its globals (and caches the import by name), so each paste registers its
+    module in ``sys.modules`` while it runs (``paste``).
+    """
 
     def __init__(self) -> None:
-        super().__init__(locals={"__name__": "__console__", "__doc__": None}, filename="<stdin>")
+        self.module = types.ModuleType(f"__console_{next(_CONSOLES)}__")
+        super().__init__(locals=self.module.__dict__, filename="<stdin>")
         self.error: str | None = None
 
     def showtraceback(self) -> None:
@@ -66,11 +77,16 @@ def paste(body: str) -> tuple[str, str | None]:
     """
     prompt = Prompt()
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed), _no_echo():
-        for line in [*body.split("\n"), ""]:
-            prompt.push(line)
-            if prompt.error is not None:
-                break
+    name = prompt.module.__name__
+    sys.modules[name] = prompt.module
+    try:
+        with contextlib.redirect_stdout(printed), _no_echo():
+            for line in [*body.split("\n"), ""]:
+                prompt.push(line)
+                if prompt.error is not None:
+                    break
+    finally:
+        del sys.modules[name]
     return printed.getvalue(), prompt.error
 
 

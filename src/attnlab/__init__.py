@@ -22,6 +22,7 @@ from .attention_heads import AttentionHeads, AttentionOutput, HeadProjections, M
 from .backends import BACKENDS, Backend, attend, register_kernel
 from .causal import CausalAttention
 from .check import AttentionCheck, check_causal_self_attention
+from .delta_rule import gated_delta_attention_matrix, gated_delta_rule
 from .flash import FlashOutput, flash_attention, flash_visited_blocks
 from .functional import (
     AttentionCall,
@@ -35,9 +36,12 @@ from .functional import (
     softmax,
     softmax_naive,
 )
+from .gated_deltanet import DeltaRuleInputs, GatedDeltaNet, GatedDeltaNetCache
 from .gqa import GroupedQueryAttention
+from .key_selection import KeySelection
 from .kv_cache import Cache, KVCache, kv_cache_bytes_per_token, mla_cache_bytes_per_token
 from .latent import LatentCache, LatentProjections, MultiHeadLatentAttention
+from .layer_parts import OutputGate, PartialRotary
 from .masks import (
     causal_mask,
     decoder_mask,
@@ -62,10 +66,13 @@ from .rope_scaling import (
 )
 from .rotary import RotaryEmbedding, rotate_half
 from .self_attention import SelfAttentionV1, SelfAttentionV2
+from .sparse_attention import LightningIndexer, SparseAttentionCounts, sparse_attention_counts
 from .split_kv import split_kv_attention
+from .triton_attention import TRITON_MODE, triton_attention
 
 __all__ = [
     "BACKENDS",
+    "TRITON_MODE",
     "ALiBi",
     "AdditiveAttention",
     "AttentionCall",
@@ -76,19 +83,26 @@ __all__ = [
     "Cache",
     "CausalAttention",
     "CrossAttention",
+    "DeltaRuleInputs",
     "DynamicNTKScaling",
     "FlashOutput",
+    "GatedDeltaNet",
+    "GatedDeltaNetCache",
     "GroupedQueryAttention",
     "HeadProjections",
     "KVCache",
+    "KeySelection",
     "LatentCache",
     "LatentProjections",
+    "LightningIndexer",
     "LinearScaling",
     "Llama3Scaling",
     "MaskRule",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
     "MultiHeadLatentAttention",
+    "OutputGate",
+    "PartialRotary",
     "Positions",
     "Projections",
     "RollingKVCache",
@@ -98,6 +112,7 @@ __all__ = [
     "ScaledRotaryEmbedding",
     "SelfAttentionV1",
     "SelfAttentionV2",
+    "SparseAttentionCounts",
     "YarnScaling",
     "additive_attention_scores",
     "alibi_slopes",
@@ -113,6 +128,8 @@ __all__ = [
     "examples",
     "flash_attention",
     "flash_visited_blocks",
+    "gated_delta_attention_matrix",
+    "gated_delta_rule",
     "kv_cache_bytes_per_token",
     "mask_from_torch",
     "mask_to_torch",
@@ -128,5 +145,7 @@ __all__ = [
     "sliding_window_mask",
     "softmax",
     "softmax_naive",
+    "sparse_attention_counts",
     "split_kv_attention",
+    "triton_attention",
 ]

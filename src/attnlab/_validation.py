@@ -243,6 +243,24 @@ def check_gqa_shapes(q: Tensor, k: Tensor, v: Tensor) -> int:
     return Hq // Hkv
 
 
+def check_sinks(sinks: object, batch: tuple[int, ...], query: Tensor) -> Tensor | None:
+    """Check ``sinks``: ``None`` or one floating logit per head ``(H,)``, ``H = batch[-1]``.
+
+    ``batch`` is the broadcast batch ``(N, ..., H)`` that ``check_attention_args`` returns.
+    """
+    if sinks is None:
+        return None
+    tensor = check_floating("sinks", sinks)
+    check_same_device("sinks", tensor, query, "query")
+    if not batch or tensor.shape != (batch[-1],):
+        heads = f"H = {batch[-1]}" if batch else "query heads at dim -3, (N, ..., H, L, E)"
+        raise ValueError(
+            f"sinks must have shape (H,), one logit per head, with {heads}; "
+            f"got shape {format_shape(tensor.shape)}"
+        )
+    return tensor
+
+
 def check_mask(
     name: str,
     mask: object,

@@ -14,7 +14,11 @@ choose its parts, as torchtune's one ``MultiHeadAttention`` takes its projection
 * positions ([`Positions`][attnlab.Positions]): none, rotary or ALiBi;
 * the mask rule ([`MaskRule`][attnlab.MaskRule]): causal, a window; the call adds
   ``attn_mask`` and ``key_padding_mask`` (padding);
-* a cache ([`Cache`][attnlab.Cache]), passed with each call.
+* a cache ([`Cache`][attnlab.Cache]), passed with each call;
+* optionally a key selection ([`KeySelection`][attnlab.KeySelection]): keys chosen
+  from the data, then hidden by the mask (sparse attention);
+* optionally an output gate ([`OutputGate`][attnlab.OutputGate]) and attention sinks
+  (one logit per head, the kernels' ``sinks``).
 
 Shapes and mask polarity follow the package docstring's legend.
 """
@@ -38,11 +42,14 @@ from ._validation import (
     check_positive_int,
     check_probability,
     check_same_device,
+    check_sinks,
     format_shape,
 )
 from .backends import KERNELS, Backend, check_backend
 from .functional import AttentionCall, explicit_attention
+from .key_selection import KeySelection
 from .kv_cache import Cache
+from .layer_parts import PartialRotary
 from .masks import causal_mask, combine_masks, decoder_mask, padding_to_attn_mask
 from .positions import Positions
 from .rotary import RotaryEmbedding
@@ -260,9 +267,10 @@ class AttentionHeads(nn.Module):
     apart): ``projections.check``; the queries and the entries a
     cache keeps (``projections.queries``, ``projections.entries``); the positions part
     on queries and new keys; ``cache.append``; ``projections.kernel_inputs``; the mask
-    rule with the call's masks and the positions part's bias; the kernel of
-    ``backend`` (every head at once; grouped heads shared, never copied);
-    ``ablate_heads``; ``projections.out``.
+    rule with the call's masks and the positions part's bias (then the ``selector``'s
+    choice of keys); the kernel of
+    ``backend`` (every head at once; grouped heads shared, never copied, with the
+    ``sinks``); ``ablate_heads``; the ``output_gate``; ``projections.out``.
 
     The projections part's modules are registered on the layer itself under their
     own names (``layer.q_proj``), so state dicts and printouts read as before.
@@ -280,6 +288,13 @@ class AttentionHeads(nn.Module):
         backend: A kernel's name in ``attnlab.BACKENDS``.
         averages_weights: Whether ``need_weights`` averages over heads by default
             (``nn.MultiheadAttention`` does; the Llama layers return every head's).
+        output_gate: Optional part ``gate(context, query)`` on each head's context
+            before ``projections.out`` ([`OutputGate`][attnlab.OutputGate]).
+        sinks: Optional attention sinks, one logit per query head ``(H,)``, kept as the
+            learned parameter ``layer.sinks`` (gpt-oss); the weights then sum to less
+            than one.
+        selector: Optional key-selection part ([`KeySelection`][attnlab.KeySelection]):
+            keys chosen from the data, hidden by the mask (sparse attention).
     """
 
     def __init__(
@@ -296,6 +311,9 @@ class AttentionHeads(nn.Module):
         scale: float | None = None,
         backend: Backend = "torch",
         averages_weights: bool = False,
+        output_gate: nn.Module | None = None,
+        sinks: Tensor | None = None,
+        selector: KeySelection | None = None,
     ) -> None:
         super().__init__()
         self.num_heads = check_positive_int("num_heads", num_heads)
@@ -321,9 +339,18 @@ class AttentionHeads(nn.Module):
                 f"got {getattr(positions, 'num_heads', None)}"
             )
         self.positions = positions
+        self.output_gate = output_gate
+        if sinks is not None:  # one learned logit per query head
+            check_sinks(sinks, (num_heads,), sinks)
+            sinks = nn.Parameter(sinks.detach().clone())
+        self.sinks = sinks
+        self.selector = selector
 
     projections: Projections
     positions: Positions | None
+    output_gate: nn.Module | None
+    sinks: Tensor | None
+    selector: KeySelection | None
 
     @property
     def causal(self) -> bool:
@@ -411,12 +438,19 @@ class AttentionHeads(nn.Module):
                 key_padding_mask = None if key_padding_mask is None else key_padding_mask[..., -S:]
         queries, keys, values = proj.kernel_inputs(queries, keys, values)
         mask, is_causal = self._mask(L, S, attn_mask, key_padding_mask, query, past)
+        if self.selector is not None:  # keys chosen from the data: sparse attention
+            mask = self.selector(
+                self, query, mask, is_causal, offset=past, table=position_embeddings, cache=cache
+            )
+            is_causal = False
         context, attn_weights = self.attend_heads(
             queries, keys, values, mask, is_causal, need_weights
         )
         if heads_off:
             context = context.clone()
             context[..., heads_off, :, :] = 0.0  # those heads add nothing to the output
+        if self.output_gate is not None:  # each head's context times its gate from the query
+            context = self.output_gate(context, query)  # (B, H, L, Dv)
         output = proj.out(context)  # (B, L, d_out)
         if attn_weights is not None and average:
             attn_weights = attn_weights.mean(dim=-3)  # (B, H, L, S) -> (B, L, S)
@@ -495,6 +529,7 @@ class AttentionHeads(nn.Module):
             is_causal=is_causal,
             scale=self.scale,
             group=queries.shape[-3] // keys.shape[-3],  # query heads per key/value head
+            sinks=self.sinks,
         )
         if need_weights:  # per query head (grouped heads repeated)
             return explicit_attention(queries, keys, values, call)
@@ -502,6 +537,8 @@ class AttentionHeads(nn.Module):
 
     def _check_cache(self, cache: object) -> int:
         """Check ``cache`` (``None`` or a Cache); the number of positions seen."""
+        if self.selector is not None:
+            self.selector.check_cache(cache)
         if cache is None:
             return 0
         if not isinstance(cache, Cache):
@@ -528,6 +565,8 @@ class AttentionHeads(nn.Module):
         if position_embeddings is None:
             return
         positions = self.positions
+        if isinstance(positions, PartialRotary):  # its table turns the first R features
+            positions = positions.rotary
         D = positions.head_dim if isinstance(positions, RotaryEmbedding) else self.head_dim
         wanted = f"(cos, sin), each (L, D) or (B, L, D) with L = {L}, D = {D}"
         if not isinstance(position_embeddings, tuple) or len(position_embeddings) != 2:

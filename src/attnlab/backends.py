@@ -23,12 +23,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal, get_args
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._validation import broadcast_shape, check_attention_args
+from ._validation import broadcast_shape, check_attention_args, check_sinks
 from .flash import DEFAULT_BLOCK_SIZE, flash_with_lse
 from .functional import AttentionCall, explicit_attention
+from .masks import apply_mask, causal_mask
 
 __all__ = [
     "BACKENDS",
@@ -58,17 +60,42 @@ def explicit_kernel(query: Tensor, key: Tensor, value: Tensor, call: AttentionCa
 
 
 def torch_kernel(query: Tensor, key: Tensor, value: Tensor, call: AttentionCall) -> Tensor:
-    """The ``"torch"`` backend: PyTorch's fused ``scaled_dot_product_attention``."""
+    """The ``"torch"`` backend: PyTorch's fused ``scaled_dot_product_attention``.
+
+    SDPA takes no sinks: a sink is then a key of zeros (score 0) with a value of zeros,
+    its logit added by the mask's extra column.
+    """
+    attn_mask, is_causal = call.attn_mask, call.is_causal
+    if call.sinks is not None:
+        key, value, attn_mask = _sink_as_key(query, key, value, call, call.sinks)
+        is_causal = False
     return F.scaled_dot_product_attention(
         query,
         key,
         value,
-        attn_mask=call.attn_mask,
+        attn_mask=attn_mask,
         dropout_p=call.dropout_p,
-        is_causal=call.is_causal,
+        is_causal=is_causal,
         scale=call.scale,
         enable_gqa=call.group > 1,
     )
+
+
+def _sink_as_key(
+    query: Tensor, key: Tensor, value: Tensor, call: AttentionCall, sinks: Tensor
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Key and value with one more position of zeros, and a float mask whose column is the sink."""
+    L, S = query.shape[-2], key.shape[-2]
+    rule = causal_mask(L, S, device=query.device) if call.is_causal else call.attn_mask
+    mask = query.new_zeros(L, S) if rule is None else rule  # (..., L, S)
+    if mask.dtype == torch.bool:  # additive: 0 where a key may be seen, -inf elsewhere
+        mask = apply_mask(query.new_zeros(mask.shape), mask)
+    heads = broadcast_shape(mask.shape[:-2], sinks.shape) or ()  # (..., H)
+    sink_column = sinks.to(query.dtype).view(-1, 1, 1).expand(*heads, L, 1)
+    mask = torch.cat([mask.expand(*heads, L, S), sink_column], dim=-1)  # (..., H, L, S + 1)
+    key = torch.cat([key, key.new_zeros(*key.shape[:-2], 1, key.shape[-1])], dim=-2)
+    value = torch.cat([value, value.new_zeros(*value.shape[:-2], 1, value.shape[-1])], dim=-2)
+    return key, value, mask
 
 
 def flash_kernel(query: Tensor, key: Tensor, value: Tensor, call: AttentionCall) -> Tensor:
@@ -85,6 +112,7 @@ def flash_kernel(query: Tensor, key: Tensor, value: Tensor, call: AttentionCall)
         window=None,
         batch=_batch_shape(query, key, value, call.group),
         group=call.group,
+        sinks=call.sinks,
     )
     return output
 
@@ -137,6 +165,8 @@ def attend(
     scale: float | None = None,
     backend: Backend = "torch",
     enable_gqa: bool = False,
+    *,
+    sinks: Tensor | None = None,
 ) -> Tensor:
     """Scaled dot-product attention computed by the kernel that ``backend`` names.
 
@@ -145,10 +175,15 @@ def attend(
     mean in [`scaled_dot_product_attention`][attnlab.scaled_dot_product_attention].
     """
     check_backend(backend)
-    _, group = check_attention_args(
+    batch, group = check_attention_args(
         query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa=enable_gqa
     )
     call = AttentionCall(
-        attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, group=group
+        attn_mask=attn_mask,
+        dropout_p=dropout_p,
+        is_causal=is_causal,
+        scale=scale,
+        group=group,
+        sinks=check_sinks(sinks, batch, query),
     )
     return KERNELS[backend](query, key, value, call)

@@ -6,12 +6,21 @@ untouched (a private generator, or ``torch.random.fork_rng``).
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
 
-from ._validation import check_int, check_positive_int, check_tensor, format_shape
+from ._validation import (
+    check_int,
+    check_number,
+    check_positive_int,
+    check_str,
+    check_tensor,
+    format_shape,
+)
+from .gated_deltanet import GatedDeltaNet
 from .multihead import MultiHeadAttention
 
 __all__ = [
@@ -19,11 +28,13 @@ __all__ = [
     "IllustratedExample",
     "MyCausalMultiHeadAttention",
     "QKVWeights",
+    "RecallLayer",
     "Sentence",
     "TinyDecoder",
     "build_vocab",
     "dream_big",
     "illustrated",
+    "letter_digit_recall",
     "life_is_short",
     "random_query_key_pairs",
     "second_sequence",
@@ -335,3 +346,69 @@ class MyCausalMultiHeadAttention(nn.Module):
         context_vecs = context_vecs.reshape(B, T, self.d_out)  # (B, T, H, D) -> (B, T, d_out)
         output: torch.Tensor = self.out_proj(context_vecs)  # (B, T, d_out)
         return output
+
+
+class RecallLayer(NamedTuple):
+    """A text of letter-digit pairs, one-hot, and a Gated DeltaNet layer set by hand for it.
+
+    ``x (1, T, d_model)``: each token one-hot (the letters in sorted order, then the
+    digits), with a last channel of ones; ``letters`` and ``digits`` name the channels.
+    """
+
+    text: str
+    letters: str
+    digits: str
+    x: Tensor
+    layer: GatedDeltaNet
+
+
+def letter_digit_recall(
+    text: str = "A1B2C3D4A5C6ABCD",
+    *,
+    overlap: float = 0.2,
+    decay: float = 0.95,
+    beta: float = 0.99,
+) -> RecallLayer:
+    """A one-head Gated DeltaNet whose weights make it store and recall letter -> digit.
+
+    The convolution's two taps give the key from the previous token, the query and the
+    value from the current one: each digit is written under the letter before it, each
+    letter reads what its key holds. A letter's query and key are one vector, ``1`` on
+    its own channel and ``overlap`` on the other letters'; a digit's value is one-hot.
+    Every token writes with strength ``beta``; the state decays by ``decay`` per token.
+    ``out_proj`` puts what is read on the digits' channels.
+    """
+    check_str("text", text)
+    if not text or not all(c.isascii() and (c.isupper() or c.isdigit()) for c in text):
+        raise ValueError(f"text must be capital letters and digits; got {text!r}")
+    check_number("overlap", overlap, at_least=0.0)
+    check_number("decay", decay, above=0.0, at_most=1.0)
+    check_number("beta", beta, above=0.0, at_most=1.0)
+    letters = "".join(sorted({c for c in text if c.isalpha()}))
+    digits = "".join(sorted({c for c in text if c.isdigit()}))
+    if not letters or not digits:
+        raise ValueError(f"text must hold at least one letter and one digit; got {text!r}")
+    L, N = len(letters), len(digits)
+    d_model = len(letters) + len(digits) + 1  # the last channel is always 1
+    channels = {c: i for i, c in enumerate(letters + digits)}
+    x = torch.zeros(1, len(text), d_model)
+    x[0, torch.arange(len(text)), [channels[c] for c in text]] = 1.0
+    x[0, :, -1] = 1.0
+    with torch.random.fork_rng(devices=[]):  # every weight is set below; the draws don't matter
+        layer = GatedDeltaNet(d_model, 1, 1, L, N, conv_kernel_size=2)
+    with torch.no_grad():
+        for p in layer.parameters():
+            p.zero_()
+        letter_vectors = torch.eye(L) + overlap  # (L, L), symmetric
+        for rows in (slice(0, L), slice(L, 2 * L)):  # queries, keys
+            layer.in_proj_qkv.weight[rows, :L] = letter_vectors
+        layer.in_proj_qkv.weight[2 * L :, L:-1] = torch.eye(N)
+        layer.conv1d.weight[:L, 0, 1] = 4.0  # queries: this token
+        layer.conv1d.weight[L : 2 * L, 0, 0] = 4.0  # keys: the token before
+        layer.conv1d.weight[2 * L :, 0, 1] = 4.0  # values: this token
+        layer.in_proj_b.weight[0, -1] = math.log(beta / (1 - beta)) if beta < 1 else 20.0
+        layer.dt_bias.fill_(math.log(1 / decay - 1) if decay < 1 else -20.0)  # g = log(decay)
+        layer.in_proj_z.weight[:, -1] = 4.0  # the output gate open
+        layer.norm.weight.fill_(1.0)
+        layer.out_proj.weight[L:-1] = torch.eye(N)
+    return RecallLayer(text, letters, digits, x, layer)

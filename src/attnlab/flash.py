@@ -16,6 +16,10 @@ one block of scores at a time:
 4. after the last block, ``acc / l`` is the attention output and ``m + log(l)`` is the
    row's log-sum-exp.
 
+An attention sink (gpt-oss: one logit ``s_h`` per head) is one more term of the running
+sum: a key whose value is zero, visited first, so each row starts from ``m = s_h`` and
+``l = exp(s_h - m) = 1`` instead of ``-inf`` and ``0``; ``acc`` starts at zero all the same.
+
 With ``is_causal=True``, key blocks that lie entirely after a query block's last row
 are never computed at all (they would only be masked away). With ``window=W`` (a causal
 sliding window, see [`sliding_window_mask`][attnlab.sliding_window_mask]) the key
@@ -40,7 +44,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._validation import check_attention_args, check_positive_int
+from ._validation import check_attention_args, check_positive_int, check_sinks
 from .flash_tiles import (
     DEFAULT_BLOCK_SIZE,
     Tile,
@@ -84,6 +88,7 @@ def flash_attention(
     *,
     window: int | None = None,
     enable_gqa: bool = False,
+    sinks: Tensor | None = None,
 ) -> FlashOutput:
     """Scaled dot-product attention computed block by block with an online softmax.
 
@@ -130,9 +135,13 @@ def flash_attention(
             outside every row's window are skipped. Not with ``attn_mask``/``is_causal``.
         enable_gqa: Grouped-query attention, as PyTorch's: key and value have ``Hkv``
             heads at dim ``-3`` and query head ``h`` uses head ``h // (Hq // Hkv)``.
+        sinks: Optional attention sinks ``(H,)``, one logit per query head (heads at
+            dim ``-3``), as in ``scaled_dot_product_attention``: each row's running sum
+            starts at the sink's term.
 
     Returns:
-        ``FlashOutput(output, lse)``: the log-sum-exp comes free with the output.
+        ``FlashOutput(output, lse)``: the log-sum-exp comes free with the output (with
+        sinks, the sink's term included).
 
     Raises:
         TypeError: A non-tensor, a non-floating or mismatched dtype, a bad mask dtype,
@@ -140,7 +149,8 @@ def flash_attention(
         ValueError: Wrong rank, mismatched ``E`` or ``S``, a mask that does not broadcast,
             both ``attn_mask`` and ``is_causal``, ``dropout_p`` outside ``[0, 1]``, a
             block size or window that is not positive, a window with a mask or
-            ``is_causal``, head counts that do not group (``enable_gqa``).
+            ``is_causal``, head counts that do not group (``enable_gqa``), ``sinks``
+            not ``(H,)``.
 
     Shape:
         query: ``(N, ..., L, E)``; key: ``(N, ..., S, E)``; value: ``(N, ..., S, Ev)``;
@@ -149,6 +159,7 @@ def flash_attention(
     batch, group = check_attention_args(
         query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa=enable_gqa
     )
+    sinks = check_sinks(sinks, batch, query)
     block_q, block_k = check_block_size(block_size)
     if window is not None:
         check_positive_int("window", window)
@@ -169,6 +180,7 @@ def flash_attention(
         window=window,
         batch=batch,
         group=group,
+        sinks=sinks,
     )
     return FlashOutput(output, lse)
 
@@ -192,6 +204,7 @@ class FlashCall:
         scale: Multiplier of the scores.
         block_q: Query positions per tile (``block_q * group`` rows).
         block_k: Keys per tile.
+        sinks: ``None`` or each row's sink logit, ``(n, L * group, 1)``.
     """
 
     q: Tensor
@@ -201,6 +214,7 @@ class FlashCall:
     scale: float
     block_q: int
     block_k: int
+    sinks: Tensor | None = None
 
     @property
     def L(self) -> int:  # noqa: N802 (the shape legend's name)
@@ -242,11 +256,13 @@ def flash_with_lse(
     window: int | None,
     batch: tuple[int, ...],
     group: int,
+    sinks: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """[`flash_attention`][attnlab.flash_attention] on arguments already checked.
 
     ``batch`` is the broadcast batch shape and ``group`` the query heads per key/value
-    head (``1`` without grouped-query attention), as the checks return them. Returns
+    head (``1`` without grouped-query attention), as the checks return them; ``sinks``
+    ``(H,)`` or ``None``. Returns
     ``(output, lse)``; the package's other entry points (ring attention) call it after
     checking their own arguments once.
     """
@@ -261,9 +277,16 @@ def flash_with_lse(
     )
     rule = TileRule(is_causal, window, offset=k.shape[-2] - L, group=group, mask=mask)
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
-    call = FlashCall(q, k, v, rule, scale, *block_size)
+    sink_rows = None
+    if sinks is not None:  # (H,) -> (*batch) -> (n, group) -> (n, L * group, 1), rows' order
+        by_group = sinks.to(compute).expand(*batch).reshape(-1, 1, group)  # (n, 1, group)
+        sink_rows = by_group.expand(-1, L, group).reshape(-1, L * group, 1)
+    call = FlashCall(q, k, v, rule, scale, *block_size, sinks=sink_rows)
     needs_grad = torch.is_grad_enabled() and (
-        query.requires_grad or key.requires_grad or value.requires_grad
+        query.requires_grad
+        or key.requires_grad
+        or value.requires_grad
+        or (sinks is not None and sinks.requires_grad)
     )
     output, lse = _run_path(call, dropout_p, needs_grad)
     # (n, L * group, Ev) -> (n, L, group, Ev) -> (n, group, L, Ev) -> (N, ..., L, Ev)
@@ -305,18 +328,21 @@ def _run_path(call: FlashCall, dropout_p: float, needs_grad: bool) -> tuple[Tens
     n, R = q.shape[:2]
     if q.is_meta:  # shapes only: nothing to compute
         return q.new_empty(n, R, v.shape[-1]), q.new_empty(n, R)
-    if n == 0 or R == 0 or call.S == 0:
-        return q.new_zeros(n, R, v.shape[-1]), q.new_full((n, R), float("-inf"))
+    if n == 0 or R == 0 or call.S == 0:  # no keys: zeros; the lse is the sink's, if any
+        lse = q.new_full((n, R), float("-inf")) if call.sinks is None else call.sinks[..., 0]
+        return q.new_zeros(n, R, v.shape[-1]), lse
     if (
         mask is None
         and dropout_p == 0.0
         and not needs_grad
         and call.rule.window is None
+        and call.sinks is None
         # compiled, the rescaling algorithm runs: the fast path's overflow check
         and not torch.compiler.is_compiling()  # would break torch.compile's graph
     ):
         return _flash_fast(call)
-    if dropout_p == 0.0 and not (mask is not None and mask.requires_grad):
+    sink_grad = call.sinks is not None and call.sinks.requires_grad
+    if dropout_p == 0.0 and not (mask is not None and mask.requires_grad) and not sink_grad:
         output, lse = _FlashAttentionFunction.apply(  # type: ignore[no-untyped-call]
             call.q, call.k, call.v, call
         )
@@ -339,7 +365,12 @@ class _FlashAttentionFunction(torch.autograd.Function):
     ) -> tuple[Tensor, Tensor]:
         call = replace(call, q=q, k=k, v=v)
         rule = call.rule
-        if rule.mask is None and rule.window is None and not torch.compiler.is_compiling():
+        if (
+            rule.mask is None
+            and rule.window is None
+            and call.sinks is None
+            and not torch.compiler.is_compiling()
+        ):
             output, lse = _flash_fast(call)
         else:
             output, lse = _flash_rescaling(call, 0.0)
@@ -485,6 +516,9 @@ def _query_block_rescaling(
     neg_inf = torch.tensor(float("-inf"), dtype=q.dtype, device=q.device)
     row_max = neg_inf.expand(n, rows, 1)  # m: the largest score seen so far
     row_sum = q.new_zeros(n, rows, 1)  # l: the sum of exp(score - m) so far
+    if call.sinks is not None:  # the sink, seen first: m = s_h, l = exp(s_h - m) = 1
+        row_max = call.sinks[:, call.rows(i0, i1)]  # (n, Bq * group, 1)
+        row_sum = torch.ones_like(row_sum)
     acc = q.new_zeros(n, rows, v.shape[-1])  # the output, not yet divided by l
     for tile in call.tiles(i0, i1):
         attn_scores = block_scores(queries, k, tile, call.rule)  # (n, Bq * group, Bk)

@@ -22,6 +22,7 @@ from ._validation import (
     check_int,
     check_min_rank,
     check_same_device,
+    check_sinks,
     format_shape,
 )
 from .masks import apply_mask, causal_mask, divide_rows, row_shift
@@ -55,6 +56,8 @@ class AttentionCall:
         scale: Multiplier of the scores; ``None`` means ``1 / sqrt(E)``.
         group: Query heads per key/value head (``1``: no grouped-query attention);
             query head ``h`` uses key/value head ``h // group``, heads at dim ``-3``.
+        sinks: ``None`` or one logit per query head ``(H,)``: a column that joins each
+            row's softmax and is dropped, so a row's weights sum to less than one.
     """
 
     attn_mask: Tensor | None = None
@@ -62,6 +65,7 @@ class AttentionCall:
     is_causal: bool = False
     scale: float | None = None
     group: int = 1
+    sinks: Tensor | None = None
 
 
 def softmax_naive(x: Tensor, dim: int = -1) -> Tensor:
@@ -114,14 +118,17 @@ def attention_weights(
     attn_mask: Tensor | None = None,
     is_causal: bool = False,
     scale: float | None = None,
+    *,
+    sinks: Tensor | None = None,
 ) -> Tensor:
     """Attention weights ``softmax(query @ key^T * scale + mask)``, shaped ``(N, ..., L, S)``.
 
     The arguments mean what they mean in
     [`scaled_dot_product_attention`][attnlab.scaled_dot_product_attention].
     """
-    check_attention_args(query, key, key, attn_mask, 0.0, is_causal, scale)
-    call = AttentionCall(attn_mask=attn_mask, is_causal=is_causal, scale=scale)
+    batch, _ = check_attention_args(query, key, key, attn_mask, 0.0, is_causal, scale)
+    sinks = check_sinks(sinks, batch, query)
+    call = AttentionCall(attn_mask=attn_mask, is_causal=is_causal, scale=scale, sinks=sinks)
     return _masked_softmax(query, key, call).to(query.dtype)
 
 
@@ -153,6 +160,8 @@ def attention_with_weights(
     dropout_p: float = 0.0,
     is_causal: bool = False,
     scale: float | None = None,
+    *,
+    sinks: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Scaled dot-product attention that also returns its attention weights.
 
@@ -161,10 +170,13 @@ def attention_with_weights(
 
     Returns:
         ``(output, attn_weights)``; the weights are those after dropout, the ones the
-        output was computed with, shaped ``(N, ..., L, S)``.
+        output was computed with, shaped ``(N, ..., L, S)`` (without the sink's column).
     """
-    check_attention_args(query, key, value, attn_mask, dropout_p, is_causal, scale)
-    call = AttentionCall(attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale)
+    batch, _ = check_attention_args(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    sinks = check_sinks(sinks, batch, query)
+    call = AttentionCall(
+        attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, sinks=sinks
+    )
     return explicit_attention(query, key, value, call)
 
 
@@ -219,6 +231,8 @@ def scaled_dot_product_attention(
     is_causal: bool = False,
     scale: float | None = None,
     enable_gqa: bool = False,
+    *,
+    sinks: Tensor | None = None,
 ) -> Tensor:
     """Scaled dot-product attention, written out, with PyTorch's semantics.
 
@@ -238,6 +252,11 @@ def scaled_dot_product_attention(
         scale: Multiplier of the scores; defaults to ``1 / sqrt(E)``.
         enable_gqa: Grouped-query attention: query head ``h`` uses key/value head
             ``h // (Hq // Hkv)``. This explicit path repeats them.
+        sinks: Optional attention sinks (gpt-oss), one logit ``s_h`` per query head,
+            ``(H,)`` with the heads at dim ``-3``: each row's softmax runs over its
+            scores and ``s_h``, and the sink's share is dropped, as a key whose value is
+            zero. A row's weights then sum to ``1 - exp(s_h - lse)`` (``lse`` over the
+            scores and ``s_h``); a fully masked row outputs zeros.
 
     Returns:
         The attention output, ``(N, ..., L, Ev)``.
@@ -246,13 +265,18 @@ def scaled_dot_product_attention(
         TypeError: A non-tensor, a non-floating or mismatched dtype, a bad mask dtype.
         ValueError: Wrong rank, mismatched ``E`` or ``S``, a mask that does not broadcast,
             both ``attn_mask`` and ``is_causal``, ``dropout_p`` outside ``[0, 1]``, head
-            counts that do not group (``enable_gqa``).
+            counts that do not group (``enable_gqa``), ``sinks`` not ``(H,)``.
     """
-    _, group = check_attention_args(
+    batch, group = check_attention_args(
         query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa=enable_gqa
     )
     call = AttentionCall(
-        attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, group=group
+        attn_mask=attn_mask,
+        dropout_p=dropout_p,
+        is_causal=is_causal,
+        scale=scale,
+        group=group,
+        sinks=check_sinks(sinks, batch, query),
     )
     output, _ = explicit_attention(query, key, value, call)
     return output
@@ -318,4 +342,9 @@ def _masked_softmax(query: Tensor, key: Tensor, call: AttentionCall) -> Tensor:
         attn_mask = causal_mask(L, S, device=query.device)  # (L, S)
     elif attn_mask is not None and attn_mask.dtype != torch.bool:
         attn_mask = attn_mask.to(compute)
-    return _softmax(apply_mask(attn_scores, attn_mask), dim=-1)
+    attn_scores = apply_mask(attn_scores, attn_mask)
+    if call.sinks is None:
+        return _softmax(attn_scores, dim=-1)
+    # the sink: one more column per row, logit s_h, softmaxed with the scores, then dropped
+    sink_column = call.sinks.to(compute).view(-1, 1, 1).expand(*attn_scores.shape[:-1], 1)
+    return _softmax(torch.cat([attn_scores, sink_column], dim=-1), dim=-1)[..., :-1]

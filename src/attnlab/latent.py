@@ -14,7 +14,9 @@ makes the entries a cache keeps (``k_rope``, then the latent), the rotary part t
 the queries' and ``k_rope``'s last ``Dr`` features, and the kernel's keys and values
 come from the cached latent, expanded (naive), or with ``W_UK`` folded into the
 queries and ``W_UV`` into the output (``absorb=True``): multi-query attention over
-the latent itself, what a decoder runs.
+the latent itself, what a decoder runs. DeepSeek-V3's YaRN (``rope_scaling``) also
+multiplies the softmax scale by ``mscale ** 2``; DeepSeek-V3.2 adds a
+[`LightningIndexer`][attnlab.LightningIndexer] (``index_topk``): sparse attention.
 """
 
 from __future__ import annotations
@@ -22,11 +24,20 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ._validation import check_bool, check_features, check_module_input, check_positive_int
+from ._validation import (
+    check_bool,
+    check_features,
+    check_floating,
+    check_module_input,
+    check_positive_int,
+    format_shape,
+)
 from .attention_heads import AttentionHeads, MaskRule, Projections, merge_heads, split_heads
 from .backends import Backend
 from .kv_cache import KVCache
-from .rotary import RotaryEmbedding, theta_from_hf
+from .rope_scaling import RopeScaling, ScaledRotaryEmbedding, YarnScaling, rope_scaling_from_hf
+from .rotary import RotaryEmbedding
+from .sparse_attention import LightningIndexer
 
 __all__ = ["LatentCache", "LatentProjections", "MultiHeadLatentAttention"]
 
@@ -34,9 +45,38 @@ __all__ = ["LatentCache", "LatentProjections", "MultiHeadLatentAttention"]
 class LatentCache(KVCache):
     """A [`KVCache`][attnlab.KVCache] of latent attention's entries, named for them.
 
+    A sparse layer's [`LightningIndexer`][attnlab.LightningIndexer] keeps its keys here
+    too (``index_keys``, counted in ``nbytes``).
+
     Shape:
-        rope_keys: ``(B, 1, S, Dr)``, rotated; latent: ``(B, 1, S, r)``.
+        rope_keys: ``(B, 1, S, Dr)``, rotated; latent: ``(B, 1, S, r)``; index_keys:
+        ``(B, 1, S, Di)``, rotated.
     """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.index_keys: Tensor | None = None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the cached entries and the indexer's keys."""
+        return super().nbytes + (0 if self.index_keys is None else self.index_keys.nbytes)
+
+    def append_index_keys(self, keys: Tensor) -> Tensor:
+        """Add a chunk of the indexer's keys ``(..., T, Di)``; return every one so far."""
+        keys = check_floating("keys", keys)
+        held = self.index_keys
+        if held is None:
+            self.index_keys = keys
+            return keys
+        same_rows = keys.shape[:-2] == held.shape[:-2] and keys.shape[-1] == held.shape[-1]
+        if not same_rows or keys.dtype != held.dtype:
+            raise ValueError(
+                f"keys must have the cached index keys' shape {format_shape(held.shape)} but "
+                f"for T, and dtype {held.dtype}; got {format_shape(keys.shape)}, {keys.dtype}"
+            )
+        self.index_keys = torch.cat([held, keys], dim=-2)
+        return self.index_keys
 
     @property
     def rope_keys(self) -> Tensor | None:
@@ -110,12 +150,19 @@ class LatentProjections(Projections):
         check_module_input("x", x, self.kv_a_proj_with_mqa.weight)
         return tuple(x.shape[:-2]), x.shape[-2], x.shape[-2]
 
+    def query_latent(self, x: Tensor) -> Tensor:
+        """``(B, L, d_model) -> (B, L, q_lora_rank)``: ``q_a_layernorm(q_a_proj(x))``."""
+        if "q_proj" in self._modules:
+            raise ValueError("this layer's queries have no latent (built with q_lora_rank=None)")
+        latent: Tensor = self.q_a_layernorm(self.q_a_proj(x))
+        return latent
+
     def queries(self, query: Tensor) -> Tensor:
         """``(B, L, d_model) -> (B, H, L, Dn + Dr)``: ``[q_nope, q_rope]`` per head."""
         if "q_proj" in self._modules:
             flat = self.q_proj(query)
         else:
-            flat = self.q_b_proj(self.q_a_layernorm(self.q_a_proj(query)))
+            flat = self.q_b_proj(self.query_latent(query))
         return split_heads(flat, self.qk_nope_head_dim + self.qk_rope_head_dim)
 
     def entries(self, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
@@ -174,10 +221,14 @@ class MultiHeadLatentAttention(AttentionHeads):
     A configuration of [`AttentionHeads`][attnlab.AttentionHeads]:
     [`LatentProjections`][attnlab.LatentProjections], a
     [`RotaryEmbedding`][attnlab.RotaryEmbedding] of width ``qk_rope_head_dim`` on the
-    decoupled part, the causal rule, scale ``1 / sqrt(Dn + Dr)``. A cache
-    ([`LatentCache`][attnlab.LatentCache], or any [`Cache`][attnlab.Cache]) keeps the
-    rotary key and the latent. ``absorb=True`` (settable) computes the same output by
-    attending over the latent with ``W_UK`` in the queries and ``W_UV`` after.
+    decoupled part (a [`ScaledRotaryEmbedding`][attnlab.ScaledRotaryEmbedding] with
+    ``rope_scaling``), the causal rule, scale ``1 / sqrt(Dn + Dr)`` (times YaRN's
+    ``softmax_factor``). A cache ([`LatentCache`][attnlab.LatentCache], or any
+    [`Cache`][attnlab.Cache]) keeps the rotary key and the latent. ``absorb=True``
+    (settable) computes the same output by attending over the latent with ``W_UK`` in
+    the queries and ``W_UV`` after. With ``index_topk`` a
+    [`LightningIndexer`][attnlab.LightningIndexer] is the layer's ``selector``: each
+    query attends to its ``index_topk`` best keys (DeepSeek-V3.2; a LatentCache then).
 
     Args:
         d_model: Width of a token (``hidden_size``).
@@ -191,6 +242,11 @@ class MultiHeadLatentAttention(AttentionHeads):
         bias: ``attention_bias``.
         absorb: Fold the up-projections into query and output.
         backend: How to compute attention: any name in ``attnlab.BACKENDS``.
+        rope_scaling: Optional rotary scaling ([`YarnScaling`][attnlab.YarnScaling] in
+            DeepSeek-V3 and V3.2).
+        index_topk: Keys each query keeps (``None``: dense attention).
+        index_n_heads: The indexer's heads ``Hi``.
+        index_head_dim: Their width ``Di``.
 
     Shape:
         x: ``(T, d_model)`` or ``(B, T, d_model)``; output: the same.
@@ -212,6 +268,10 @@ class MultiHeadLatentAttention(AttentionHeads):
         bias: bool = False,
         absorb: bool = False,
         backend: Backend = "torch",
+        rope_scaling: RopeScaling | None = None,
+        index_topk: int | None = None,
+        index_n_heads: int = 64,
+        index_head_dim: int = 128,
     ) -> None:
         sizes = {
             "d_model": d_model,
@@ -236,16 +296,33 @@ class MultiHeadLatentAttention(AttentionHeads):
             bias=check_bool("bias", bias),
             absorb=check_bool("absorb", absorb),
         )
+        selector = None
+        if index_topk is not None:
+            if q_lora_rank is None:
+                raise ValueError(
+                    "q_lora_rank must be a positive int with index_topk (the indexer's "
+                    "queries come from the query latent); got None"
+                )
+            selector = LightningIndexer(
+                d_model, q_lora_rank, index_n_heads, index_head_dim, qk_rope_head_dim, index_topk
+            )
+        positions = (
+            RotaryEmbedding(qk_rope_head_dim, rope_theta)
+            if rope_scaling is None
+            else ScaledRotaryEmbedding(qk_rope_head_dim, rope_theta, rope_scaling)
+        )
+        sharpen = rope_scaling.softmax_factor if isinstance(rope_scaling, YarnScaling) else 1.0
         qk_head_dim = qk_nope_head_dim + qk_rope_head_dim
         super().__init__(
             projections=projections,
-            positions=RotaryEmbedding(qk_rope_head_dim, rope_theta),
+            positions=positions,
             mask=MaskRule(causal=True),
             num_heads=num_heads,
             head_dim=qk_head_dim,
             value_head_dim=v_head_dim,
-            scale=qk_head_dim**-0.5,  # the absorbed queries are wider: fixed here
+            scale=qk_head_dim**-0.5 * sharpen,  # the absorbed queries are wider: fixed here
             backend=backend,
+            selector=selector,
         )
         self.d_model, self.kv_lora_rank, self.q_lora_rank = d_model, kv_lora_rank, q_lora_rank
 
@@ -260,13 +337,15 @@ class MultiHeadLatentAttention(AttentionHeads):
 
     @staticmethod
     def from_hf(attn: nn.Module, *, backend: Backend = "torch") -> MultiHeadLatentAttention:
-        """Build a module equal to transformers' ``DeepseekV3Attention``.
+        """Build a module equal to transformers' ``DeepseekV3Attention`` or V3.2's.
 
-        Reads the sizes from ``attn.config`` and copies every weight by name. DeepSeek
-        lays the rotary features out in adjacent pairs (``rope_interleave``): their
-        rows of ``q_b_proj`` (or ``q_proj``) and ``kv_a_proj_with_mqa`` are reordered,
-        evens then odds, so the rotate-half rotation gives the same dot products. Only
-        the default rotary embedding (no scaling) is supported.
+        Reads the sizes and the rotary scaling (V3's YaRN with its ``mscale``) from
+        ``attn.config`` and copies every weight by name; V3.2's ``indexer`` becomes the
+        layer's ``selector``. DeepSeek lays the main attention's rotary features out in
+        adjacent pairs (``rope_interleave``; always in V3.2): their rows of ``q_b_proj``
+        (or ``q_proj``) and ``kv_a_proj_with_mqa`` are reordered, evens then odds, so
+        the rotate-half rotation gives the same dot products. V3.2's indexer pairs
+        halves already.
         """
         config = getattr(attn, "config", None)
         if config is None or not isinstance(getattr(attn, "kv_b_proj", None), nn.Linear):
@@ -274,7 +353,14 @@ class MultiHeadLatentAttention(AttentionHeads):
                 f"attn must be a transformers DeepseekV3Attention (config, kv_b_proj); "
                 f"got {type(attn).__name__}"
             )
+        indexer = getattr(attn, "indexer", None)
+        if indexer is not None and type(attn).__name__ != "DeepseekV32Attention":
+            raise TypeError(
+                "attn's indexer must be DeepSeek-V3.2's (DeepseekV32Attention: halves "
+                f"paired, its own top-k in every layer); got {type(attn).__name__}"
+            )
         H, Dn, Dr = config.num_attention_heads, config.qk_nope_head_dim, config.qk_rope_head_dim
+        rope = config.rope_parameters or {}
         module = MultiHeadLatentAttention(
             config.hidden_size,
             H,
@@ -283,12 +369,19 @@ class MultiHeadLatentAttention(AttentionHeads):
             Dn,
             config.v_head_dim,
             q_lora_rank=config.q_lora_rank,
-            rope_theta=theta_from_hf(config),
+            rope_theta=float(rope.get("rope_theta", 10000.0)),
             bias=bool(config.attention_bias),
             backend=backend,
+            rope_scaling=rope_scaling_from_hf(rope, config.max_position_embeddings),
+            index_topk=None if indexer is None else config.index_topk,
+            index_n_heads=getattr(config, "index_n_heads", 64),
+            index_head_dim=getattr(config, "index_head_dim", 128),
         )
-        state = {name: t.detach().clone() for name, t in attn.state_dict().items()}
-        if getattr(config, "rope_interleave", False):
+        state = {
+            name.replace("indexer.", "selector.", 1): t.detach().clone()
+            for name, t in attn.state_dict().items()
+        }
+        if indexer is not None or getattr(config, "rope_interleave", False):
             pairs = torch.cat([torch.arange(0, Dr, 2), torch.arange(1, Dr, 2)])
             q_name = "q_proj.weight" if config.q_lora_rank is None else "q_b_proj.weight"
             q = state[q_name].view(H, Dn + Dr, -1)
@@ -299,16 +392,20 @@ class MultiHeadLatentAttention(AttentionHeads):
                     state[name][r:] = state[name][r:][pairs]
         weight = next(attn.parameters())
         module.to(device=weight.device, dtype=weight.dtype)
+        if indexer is not None and isinstance(module.selector, LightningIndexer):
+            module.selector.weights_proj.to(indexer.weights_proj.weight.dtype)  # float32 in bf16
         module.load_state_dict(state)
         module.train(attn.training)
         return module
 
     def extra_repr(self) -> str:
-        """Sizes, absorption and backend, shown by ``print(module)``."""
+        """Sizes, absorption and backend (and ``index_topk``), shown by ``print(module)``."""
         p = self.projections
+        selector = self.selector
+        sparse = f", index_topk={selector.topk}" if isinstance(selector, LightningIndexer) else ""
         return (
             f"d_model={self.d_model}, num_heads={self.num_heads}, "
             f"kv_lora_rank={self.kv_lora_rank}, q_lora_rank={self.q_lora_rank}, "
             f"qk_nope_head_dim={p.qk_nope_head_dim}, qk_rope_head_dim={p.qk_rope_head_dim}, "
-            f"v_head_dim={p.v_head_dim}, absorb={self.absorb}, backend={self.backend!r}"
+            f"v_head_dim={p.v_head_dim}, absorb={self.absorb}, backend={self.backend!r}{sparse}"
         )

@@ -131,6 +131,18 @@ class YarnScaling:
                 object.__setattr__(self, name, check_number(name, value, above=0.0))
         check_bool("truncate", self.truncate)
 
+    @property
+    def softmax_factor(self) -> float:
+        """DeepSeek's factor on the softmax scale: ``mscale(factor, mscale_all_dim) ** 2``.
+
+        1 without ``mscale_all_dim``. DeepSeek's latent attention multiplies its
+        ``1 / sqrt(Dn + Dr)`` by it (transformers' ``yarn_apply_mscale``): every feature's
+        score is sharpened, not only the rotary ones that ``attention_factor`` scales.
+        """
+        if not self.mscale_all_dim:
+            return 1.0
+        return _yarn_mscale(self.factor, self.mscale_all_dim) ** 2
+
 
 @dataclass(frozen=True)
 class Llama3Scaling:

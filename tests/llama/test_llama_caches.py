@@ -26,7 +26,7 @@ from attnlab.llama.quantized_cache import (
 from attnlab.paged_cache import block_pools, paged_caches
 from tests.llama.tiny_llama import TINY, tiny_model
 
-ROW_BYTES = {"f16": 128, "q8_0": 68, "q4_1": 40, "q4_0": 36}  # one row of 64 numbers
+ROW_BYTES = {"f16": 128, "q8_0": 68, "q4_1": 40, "q4_0": 36, "fp8_e4m3": 64}  # a row of 64
 
 
 def _q8_0(x: torch.Tensor) -> torch.Tensor:
@@ -43,6 +43,15 @@ def test_q8_0_is_the_formula() -> None:
     torch.testing.assert_close(quantize_dequantize(x, "q8_0"), _q8_0(x), atol=1e-6, rtol=0)
 
 
+def test_fp8_e4m3_rounds_to_three_mantissa_bits_and_saturates_at_448() -> None:
+    x = torch.tensor([[1.0, 1.0625, 1.2, -0.3, 1e-3, 500.0, -1e4, 17.0]])  # any width: no blocks
+    # 3 mantissa bits: 1.0625, halfway to 1.125, rounds to even (1.0), 17 to 16; the smallest
+    # step is 2**-9 (0.001953125); past 448 the value saturates instead of becoming NaN
+    expected = torch.tensor([[1.0, 1.0, 1.25, -0.3125, 2**-9, 448.0, -448.0, 16.0]])
+    assert torch.equal(quantize_dequantize(x, "fp8_e4m3"), expected)
+    assert torch.equal(quantize_dequantize(x.double(), "fp8_e4m3"), expected.double())
+
+
 @pytest.mark.parametrize("fmt", list(ROW_BYTES))
 def test_bytes_and_error_per_format(fmt: str) -> None:
     x = torch.randn(1, 3, 10, 64, generator=torch.Generator().manual_seed(1))
@@ -51,7 +60,7 @@ def test_bytes_and_error_per_format(fmt: str) -> None:
     assert cache.nbytes == 2 * 3 * 10 * ROW_BYTES[fmt]
     assert torch.equal(keys, quantize_dequantize(x, fmt))  # type: ignore[arg-type]
     error = float((keys - x).norm() / x.norm())
-    assert error < {"f16": 1e-3, "q8_0": 0.01, "q4_1": 0.12, "q4_0": 0.15}[fmt]
+    assert error < {"f16": 1e-3, "q8_0": 0.01, "q4_1": 0.12, "q4_0": 0.15, "fp8_e4m3": 0.05}[fmt]
     assert cache.batch_size == 1 and len(cache) == 10
 
 

@@ -158,6 +158,7 @@ def test_skipped_blocks_stay_as_text() -> None:
 
 
 def test_chapter_selection() -> None:
+    assert hook.is_chapter("start/self-attention.md")
     assert hook.is_chapter("walkthrough/scaling.md")
     assert hook.is_chapter("transformer/causal-attention.md")
     assert hook.is_chapter("efficient/flash-attention.md")

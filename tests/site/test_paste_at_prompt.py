@@ -15,6 +15,7 @@ the shapes that break at the prompt without running anything.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -41,6 +42,16 @@ def test_paste_fails_where_the_prompt_does() -> None:
 def test_paste_prints_what_the_block_prints_not_the_echo() -> None:
     printed, error = paste("total = 0\nfor i in range(3):\n    total += i\n\nprint(total)\ntotal")
     assert (printed, error) == ("3\n", None)  # the bare `total` is not echoed
+
+
+def test_the_prompts_namespace_is_an_importable_module_while_it_runs() -> None:
+    """As the real prompt's ``__main__``: torch.compile imports a function's module by name."""
+    block = "import importlib\nprint(importlib.import_module(__name__).__dict__ is globals())"
+    first, second = paste(block), paste(block)
+    assert first == second == ("True\n", None)
+    printed, error = paste("import sys\nname = __name__\nprint(name in sys.modules)")
+    assert (printed, error) == ("True\n", None)
+    assert not [name for name in sys.modules if name.startswith("__console")]
 
 
 def _block_item(tmp_path: Path, markdown: str) -> SimpleNamespace:

@@ -18,10 +18,12 @@ from support import DOCS, built_page, load_hook, main_line_steps
 
 roadmap = load_hook("roadmap")
 
-#: The path as issue 22 names it (the nav's own titles).
+#: The path as issues 22 and 39 name it (the nav's own titles): the first pass, then the
+#: deeper track, then the rest.
 EXPECTED_STEPS = [
-    "Foundations",
-    "Toward the transformer",
+    "First pass",
+    "Deeper: foundations",
+    "Deeper: toward the transformer",
     "Efficient attention",
     "Inside today's LLMs",
     "Where next",
@@ -46,8 +48,9 @@ MAIN_LINE = [page for step in STEPS for page in step.pages]
 
 def test_the_path_is_read_from_the_nav() -> None:
     assert [step.title for step in STEPS] == EXPECTED_STEPS
-    assert STEPS[0].pages[0] == "walkthrough/index.md"
-    assert "llm/rotary.md" in STEPS[3].pages
+    assert STEPS[0].pages[0] == "start/what-attention-does.md"
+    assert STEPS[1].pages[0] == "walkthrough/index.md"
+    assert "llm/rotary.md" in STEPS[4].pages
     assert STEPS[-1].pages == ("walkthrough/where-next.md",)
     for off in ("index.md", "notation.md", "reference.md", "explorer.md", "sources.md"):
         assert off not in MAIN_LINE
@@ -83,6 +86,54 @@ def test_a_nav_without_a_path_is_refused(items: list[Any], message: str) -> None
         roadmap.main_line(items)
 
 
+# --- The navigation agrees with itself (issue 39) -----------------------------------------
+
+_FENCE = re.compile(r"^(\s*)(`{3,}|~{3,}).*?^\1\2\s*$", re.S | re.M)
+#: The first link of a "Next:" line in a page's prose.
+NEXT_LINK = re.compile(r"^Next:\s*\[[^\]]*\]\(([^)#\s]+)", re.M)
+#: A numbered item of Home's lists: ``3. [title](page.md)``.
+HOME_ITEM = re.compile(r"^(\d+)\. \[[^\]]*\]\(([^)#\s]+\.md)\)", re.M)
+FIRST_PASS = STEPS[0].pages
+
+
+def next_links(page: str) -> list[str]:
+    """Where the "Next:" lines of ``page``'s prose point, as paths under docs/."""
+    prose = _FENCE.sub("", (DOCS / page).read_text(encoding="utf-8"))
+    return [
+        posixpath.normpath(posixpath.join(posixpath.dirname(page), target))
+        for target in NEXT_LINK.findall(prose)
+    ]
+
+
+def test_next_links_are_read_from_the_prose_only() -> None:
+    assert NEXT_LINK.findall("Next: [b](b.md), or [c](c.md).\n") == ["b.md"]
+    assert not _FENCE.sub("", "```text\nNext: [b](b.md)\n```\n").strip()
+
+
+@pytest.mark.parametrize("page", MAIN_LINE[:-1])
+def test_every_next_link_points_to_the_next_page_in_the_nav(page: str) -> None:
+    """A page's "Next:" is the footer's Next; every first-pass page has one."""
+    following = MAIN_LINE[MAIN_LINE.index(page) + 1]
+    links = next_links(page)
+    if page in FIRST_PASS:
+        assert links, f"{page} has no 'Next:' line"
+    assert all(link == following for link in links), f"{page}: Next: {links}, nav: {following}"
+
+
+def test_home_numbers_each_page_as_its_roadmap_does() -> None:
+    """Home's "3." is the roadmap's "page 3 of N", and Home lists the first pass in nav order."""
+    home = (DOCS / "index.md").read_text(encoding="utf-8")
+    items = [(int(number), page) for number, page in HOME_ITEM.findall(home)]
+    wrong = [
+        f"Home numbers {page} {number}, the roadmap {step.pages.index(page) + 1}"
+        for number, page in items
+        for step in STEPS
+        if page in step.pages and number != step.pages.index(page) + 1
+    ]
+    assert not wrong, "\n".join(wrong)
+    assert [page for _, page in items if page in FIRST_PASS] == list(FIRST_PASS)
+
+
 def _url(current: str) -> Any:
     def url(src_uri: str) -> str:
         return posixpath.relpath(src_uri, posixpath.dirname(current) or ".")
@@ -95,10 +146,10 @@ def test_strip_marks_the_current_step_and_the_position() -> None:
     html = roadmap.roadmap_html(STEPS, page, _url(page))
     assert html.count("aria-current") == 1
     current = re.search(r'<a href="[^"]*" aria-current="step">([^<]*)</a>', html)
-    assert current is not None and current[1] == "Toward the transformer"
-    position = STEPS[1].pages.index(page) + 1
-    assert f"page {position} of {len(STEPS[1].pages)}" in html
-    assert html.count('class="roadmap__step roadmap__step--done"') == 1
+    assert current is not None and current[1] == "Deeper: toward the transformer"
+    position = STEPS[2].pages.index(page) + 1
+    assert f"page {position} of {len(STEPS[2].pages)}" in html
+    assert html.count('class="roadmap__step roadmap__step--done"') == 2
     assert html.count('class="roadmap__step roadmap__step--ahead"') == 3
     assert 'href="../walkthrough/big-picture.md">The whole decoder</a>' in html
     assert html.startswith('<nav class="roadmap" aria-label="Where you are on the path">')

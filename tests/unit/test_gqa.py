@@ -10,7 +10,7 @@ import pytest
 import torch
 from support import HF_GROUP, hf_llama_attention
 
-from attnlab import GroupedQueryAttention, KVCache, RotaryEmbedding
+from attnlab import GroupedQueryAttention, KVCache, LinearScaling, RotaryEmbedding
 
 
 def _hf_forward(attn: torch.nn.Module, x: torch.Tensor, pass_mask: bool) -> torch.Tensor:
@@ -236,12 +236,16 @@ def test_from_hf_keeps_the_source_dtype() -> None:
     assert torch.equal(ours.o_proj.weight, source.o_proj.weight)
 
 
-def test_from_hf_refuses_scaled_rotary_and_other_modules() -> None:
-    scaled = _LlamaLike(_config(rope_parameters={"rope_type": "linear", "factor": 2.0}))
-    with pytest.raises(
-        ValueError, match="attn's config uses rope_type 'linear'; only 'default' works"
-    ):
-        GroupedQueryAttention.from_hf(scaled)
+def test_from_hf_reads_linear_scaling_and_refuses_an_unknown_rotary_or_module() -> None:
+    """Linear scaling (Gemma 3's global layers) is read; a rope_type the package does not
+    compute is refused by name, never ignored."""
+    linear = {"rope_type": "linear", "factor": 2.0}
+    scaled = _LlamaLike(_config(rope_parameters=linear, max_position_embeddings=64))
+    assert GroupedQueryAttention.from_hf(scaled).positions.scaling == LinearScaling(2.0)
+    unknown = {"rope_type": "longrope", "factor": 2.0}
+    longrope = _LlamaLike(_config(rope_parameters=unknown, max_position_embeddings=64))
+    with pytest.raises(ValueError, match=r"rope_type must be default, linear, .* got 'longrope'"):
+        GroupedQueryAttention.from_hf(longrope)
     headless = _LlamaLike(_config())
     del headless.o_proj
     for attn in (headless, torch.nn.Linear(8, 8)):

@@ -9,9 +9,11 @@ Each row of ``D`` numbers (one key or one value of one head) is cut into blocks 
 * ``"q4_0"``: one float16 scale (the block's largest magnitude over -8) and 32 four-bit
   codes: 18 bytes per 32 numbers;
 * ``"q4_1"``: a float16 scale and a float16 minimum, 32 four-bit codes: 20 bytes;
-* ``"f16"``: float16, 64 bytes per 32 numbers (llama.cpp's default cache).
+* ``"f16"``: float16, 64 bytes per 32 numbers (llama.cpp's default cache);
+* ``"fp8_e4m3"``: one byte per number, PyTorch's ``float8_e4m3fn`` with a scale of 1
+  (vLLM's ``fp8`` cache without calibrated scales), saturated at its largest, 448.
 
-The formats are the ``gguf`` library's own (its ``gguf.quants`` module quantises and
+The GGUF formats are the ``gguf`` library's own (its ``gguf.quants`` module quantises and
 dequantises, bit-exact with ggml): a
 [`QuantizedKVCache`][attnlab.llama.quantized_cache.QuantizedKVCache] keeps only the
 packed bytes and returns the dequantised keys and values to the attention, keys and
@@ -44,8 +46,8 @@ __all__ = [
     "quantized_caches",
 ]
 
-CacheFormat = Literal["f16", "q8_0", "q4_1", "q4_0"]
-"""The number formats a cache can store keys or values in (GGUF's names)."""
+CacheFormat = Literal["f16", "q8_0", "q4_1", "q4_0", "fp8_e4m3"]
+"""The number formats a cache can store keys or values in (GGUF's names, and vLLM's FP8)."""
 
 FORMATS: tuple[str, ...] = get_args(CacheFormat)
 _GGML = {
@@ -54,6 +56,7 @@ _GGML = {
     "q4_1": GGMLQuantizationType.Q4_1,
     "q4_0": GGMLQuantizationType.Q4_0,
 }
+_FP8_MAX = torch.finfo(torch.float8_e4m3fn).max  # 448
 
 
 def _check_format(name: str, fmt: object) -> CacheFormat | None:
@@ -64,6 +67,9 @@ def _check_format(name: str, fmt: object) -> CacheFormat | None:
 
 def _pack(x: Tensor, fmt: CacheFormat) -> np.ndarray:
     """``x (..., D)`` in ``fmt``'s bytes, ``(..., bytes per row)`` (float16: 2 bytes each)."""
+    if fmt == "fp8_e4m3":  # saturate, as GPU kernels do, rather than overflow to NaN
+        fp8 = x.detach().cpu().float().clamp(-_FP8_MAX, _FP8_MAX).to(torch.float8_e4m3fn)
+        return fp8.view(torch.uint8).numpy()
     if fmt != "f16" and x.shape[-1] % 32:
         raise ValueError(
             f"keys and values must have a width D divisible by 32 for {fmt!r} "
@@ -75,6 +81,9 @@ def _pack(x: Tensor, fmt: CacheFormat) -> np.ndarray:
 
 def _unpack(packed: np.ndarray, fmt: CacheFormat, like: Tensor) -> Tensor:
     """The numbers ``_pack`` stored, as a tensor of ``like``'s dtype and device."""
+    if fmt == "fp8_e4m3":
+        fp8 = torch.from_numpy(np.ascontiguousarray(packed)).view(torch.float8_e4m3fn)
+        return fp8.to(like.device, like.dtype)
     data = packed.view(np.float16) if fmt == "f16" else packed
     numbers = quants.dequantize(data, _GGML[fmt])
     return torch.from_numpy(np.ascontiguousarray(numbers)).to(like.device, like.dtype)
@@ -85,7 +94,7 @@ def quantize_dequantize(x: Tensor, fmt: CacheFormat) -> Tensor:
 
     Args:
         x: Floating numbers, rows of ``D`` along the last dim.
-        fmt: One of ``"f16"``, ``"q8_0"``, ``"q4_1"``, ``"q4_0"``.
+        fmt: One of ``"f16"``, ``"q8_0"``, ``"q4_1"``, ``"q4_0"``, ``"fp8_e4m3"``.
 
     Returns:
         The dequantised numbers, shaped and typed like ``x``.
@@ -102,7 +111,7 @@ def quantize_dequantize(x: Tensor, fmt: CacheFormat) -> Tensor:
 
 
 class QuantizedKVCache(Cache):
-    """A [`Cache`][attnlab.Cache] that stores keys and values in GGUF formats.
+    """A [`Cache`][attnlab.Cache] that stores keys and values in GGUF formats or FP8.
 
     ``append`` packs the new positions (keys in ``keys_format``, values in
     ``values_format``; ``None`` keeps them as given) and returns every cached position
