@@ -42,6 +42,7 @@ from .key_selection import KeySelection
 from .kv_cache import Cache, KVCache, kv_cache_bytes_per_token, mla_cache_bytes_per_token
 from .latent import LatentCache, LatentProjections, MultiHeadLatentAttention
 from .layer_parts import OutputGate, PartialRotary
+from .layouts import OPEN_MODEL_LAYOUTS, LinearStateSizes, ModelLayout
 from .masks import (
     causal_mask,
     decoder_mask,
@@ -72,6 +73,7 @@ from .triton_attention import TRITON_MODE, triton_attention
 
 __all__ = [
     "BACKENDS",
+    "OPEN_MODEL_LAYOUTS",
     "TRITON_MODE",
     "ALiBi",
     "AdditiveAttention",
@@ -96,8 +98,10 @@ __all__ = [
     "LatentProjections",
     "LightningIndexer",
     "LinearScaling",
+    "LinearStateSizes",
     "Llama3Scaling",
     "MaskRule",
+    "ModelLayout",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
     "MultiHeadLatentAttention",

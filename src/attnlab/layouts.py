@@ -22,7 +22,7 @@ import torch
 
 from ._validation import check_positive_int
 
-__all__ = ["OPEN_MODEL_LAYOUTS", "LAYER_TYPES", "LinearStateSizes", "ModelLayout"]
+__all__ = ["LAYER_TYPES", "OPEN_MODEL_LAYOUTS", "LinearStateSizes", "ModelLayout"]
 
 LAYER_TYPES = ("full_attention", "sliding_attention", "linear_attention")
 """The layer types a layout may hold, in transformers' names."""
@@ -118,7 +118,7 @@ class ModelLayout:
         return layers * self.layer_numbers("full_attention", tokens) * dtype.itemsize
 
 
-def every_nth(n: int, layers: int, other: str, nth: str = "full_attention") -> tuple[str, ...]:
+def _every_nth(n: int, layers: int, other: str, nth: str = "full_attention") -> tuple[str, ...]:
     """Layers ``n - 1, 2n - 1, ...`` (from zero) of type ``nth``, the rest ``other``."""
     return tuple(nth if (i + 1) % n == 0 else other for i in range(layers))
 
@@ -129,35 +129,61 @@ OPEN_MODEL_LAYOUTS: dict[str, ModelLayout] = {
     layout.name: layout
     for layout in (
         ModelLayout(
-            "Gemma 3 1B", every_nth(6, 26, "sliding_attention"), 1, 256, window=512,
+            "Gemma 3 1B",
+            _every_nth(6, 26, "sliding_attention"),
+            1,
+            256,
+            window=512,
             source="google/gemma-3-1b-pt config.json: 26 layers, sliding_window_pattern 6",
         ),
         ModelLayout(
-            "Gemma 3 27B", every_nth(6, 62, "sliding_attention"), 16, 128, window=1024,
+            "Gemma 3 27B",
+            _every_nth(6, 62, "sliding_attention"),
+            16,
+            128,
+            window=1024,
             source="google/gemma-3-27b-pt config.json (text_config): 62 layers, pattern 6",
         ),
         ModelLayout(
-            "gpt-oss-20b", every_nth(2, 24, "sliding_attention"), 8, 64, window=128,
+            "gpt-oss-20b",
+            _every_nth(2, 24, "sliding_attention"),
+            8,
+            64,
+            window=128,
             source="openai/gpt-oss-20b config.json: layer_types alternate, sliding first",
         ),
         ModelLayout(
-            "SmolLM3-3B", ("full_attention",) * 36, 4, 128,
+            "SmolLM3-3B",
+            ("full_attention",) * 36,
+            4,
+            128,
             rotary=tuple((i + 1) % 4 != 0 for i in range(36)),
             source="HuggingFaceTB/SmolLM3-3B config.json: no_rope_layer_interval 4",
         ),
         ModelLayout(
-            "Olmo 3 7B", every_nth(4, 32, "sliding_attention"), 32, 128, window=4096,
+            "Olmo 3 7B",
+            _every_nth(4, 32, "sliding_attention"),
+            32,
+            128,
+            window=4096,
             source="transformers 5.25 Olmo3Config defaults (allenai/Olmo-3-7B-Instruct)",
         ),
         ModelLayout(
-            "Qwen3.5 9B", every_nth(4, 32, "linear_attention"), 4, 256, linear=_QWEN_LINEAR,
+            "Qwen3.5 9B",
+            _every_nth(4, 32, "linear_attention"),
+            4,
+            256,
+            linear=_QWEN_LINEAR,
             source="transformers 5.25 Qwen3_5TextConfig defaults ('Qwen3.5-9B style')",
         ),
         ModelLayout(
-            "Qwen3-Next 80B-A3B", every_nth(4, 48, "linear_attention"), 2, 256,
+            "Qwen3-Next 80B-A3B",
+            _every_nth(4, 48, "linear_attention"),
+            2,
+            256,
             linear=_QWEN_LINEAR,
             source="Qwen/Qwen3-Next-80B-A3B-Instruct config.json and model card",
         ),
     )
-}  # fmt: skip
+}
 """A few published models' layouts, by name; each says where its sizes come from."""

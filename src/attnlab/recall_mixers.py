@@ -19,6 +19,7 @@ Shapes: ``B`` sequences, ``P`` pairs, ``T = P + 1`` tokens, ``V`` values.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -105,7 +106,7 @@ def _mixer(config: MixerConfig, kind: str) -> nn.Module:
     if kind == "full_attention":
         return MultiHeadAttention(config.d_model, config.d_model, config.num_heads, causal=True)
     D = config.head_dim
-    return GatedDeltaNet(
+    layer = GatedDeltaNet(
         config.d_model,
         config.num_heads,
         config.num_heads,
@@ -114,6 +115,10 @@ def _mixer(config: MixerConfig, kind: str) -> nn.Module:
         config.conv_kernel_size,
         chunk_size=config.chunk_size,
     )
+    with torch.no_grad():  # FLA's start: softplus(dt_bias) log-uniform in [0.001, 0.1]
+        step = torch.empty(config.num_heads).uniform_(math.log(1e-3), math.log(0.1)).exp()
+        layer.dt_bias.copy_(step + torch.log(-torch.expm1(-step)))  # softplus's inverse
+    return layer
 
 
 class RecallStack(nn.Module):

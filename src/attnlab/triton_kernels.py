@@ -53,13 +53,28 @@ def dot(a, b, ACC_DTYPE: tl.constexpr):
 
 @triton.jit
 def attention_forward_kernel(
-    Q, K, V, Out, Lse,  # Q (B, H, L, E), K (B, H, S, E), V (B, H, S, Ev)
-    q_strides, k_strides, v_strides,  # (batch, head, row, column) strides, in elements
-    H, L, S, E, Ev, scale,
-    IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr,
-    DOT_DTYPE: tl.constexpr, ACC_DTYPE: tl.constexpr,
-):  # fmt: skip
+    Q,  # (B, H, L, E)
+    K,  # (B, H, S, E)
+    V,  # (B, H, S, Ev)
+    Out,  # (B * H, L, Ev), contiguous
+    Lse,  # (B * H, L), contiguous
+    q_strides,  # (batch, head, row, column) strides of Q, in elements
+    k_strides,
+    v_strides,
+    H,
+    L,
+    S,
+    E,
+    Ev,
+    scale,
+    IS_CAUSAL: tl.constexpr,
+    BLOCK_M: tl.constexpr,  # query rows per program
+    BLOCK_N: tl.constexpr,  # keys per tile
+    BLOCK_E: tl.constexpr,  # E padded to a power of two
+    BLOCK_EV: tl.constexpr,  # Ev padded to a power of two
+    DOT_DTYPE: tl.constexpr,  # what tl.dot multiplies: the input's dtype, or float32
+    ACC_DTYPE: tl.constexpr,  # m, l, the sums: float32 (float64 for float64 input)
+):
     """One program: one block of ``BLOCK_M`` query rows of one ``(batch, head)``."""
     block, head = tl.program_id(0), tl.program_id(1)
     b, h = head // H, head % H
@@ -96,9 +111,16 @@ def attention_forward_kernel(
 
 @triton.jit
 def backward_preprocess_kernel(
-    Out, dOut, dLse, Delta, L, Ev,
-    BLOCK_M: tl.constexpr, BLOCK_EV: tl.constexpr, ACC_DTYPE: tl.constexpr,
-):  # fmt: skip
+    Out,  # (B * H, L, Ev), contiguous, as are the rest
+    dOut,
+    dLse,  # (B * H, L)
+    Delta,  # (B * H, L)
+    L,
+    Ev,
+    BLOCK_M: tl.constexpr,
+    BLOCK_EV: tl.constexpr,
+    ACC_DTYPE: tl.constexpr,
+):
     """Delta = rowsum(dO * O) - dLse for one block of rows: ``(B * H, L)``, contiguous."""
     block, head = tl.program_id(0), tl.program_id(1)
     rows = block * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -112,13 +134,32 @@ def backward_preprocess_kernel(
 
 @triton.jit
 def attention_backward_kernel(
-    Q, K, V, dOut, Lse, Delta, dQ, dK, dV,  # dOut, Lse, Delta, dQ, dK, dV contiguous
-    q_strides, k_strides, v_strides,
-    H, L, S, E, Ev, scale,
-    IS_CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr,
-    DOT_DTYPE: tl.constexpr, ACC_DTYPE: tl.constexpr,
-):  # fmt: skip
+    Q,  # (B, H, L, E), any strides, as K and V
+    K,
+    V,
+    dOut,  # (B * H, L, Ev), contiguous, as every tensor below
+    Lse,  # (B * H, L)
+    Delta,  # (B * H, L)
+    dQ,  # (B * H, L, E), zeros: programs add to it
+    dK,  # (B * H, S, E)
+    dV,  # (B * H, S, Ev)
+    q_strides,
+    k_strides,
+    v_strides,
+    H,
+    L,
+    S,
+    E,
+    Ev,
+    scale,
+    IS_CAUSAL: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_E: tl.constexpr,
+    BLOCK_EV: tl.constexpr,
+    DOT_DTYPE: tl.constexpr,
+    ACC_DTYPE: tl.constexpr,
+):
     """One program: one block of ``BLOCK_N`` keys, every query block inside (FA-2's order).
 
     dK and dV of the block stay in registers and are written once; each query block's

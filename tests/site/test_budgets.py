@@ -3,7 +3,8 @@
 Prose is what a reader reads as sentences: code fences, HTML comments, images and
 display math are left out. The main line and its sections are the roadmap's steps
 (``hooks/roadmap.py``, read from the nav), from the first pass to "Where next"; Home,
-which sits before the first step, is counted with it.
+which sits before the first step, is counted with it. The word budgets count the main
+line after the first pass; the first pass has a budget of its own, in minutes.
 
 The first pass (issue 39) is timed as a newcomer reads: prose at ``WORDS_PER_MINUTE``
 and code at ``CODE_LINES_PER_MINUTE``, the pace blind newcomers were measured at; it
@@ -17,7 +18,8 @@ import re
 
 from support import DOCS, main_line_steps
 
-MAIN_LINE_BUDGET = 24_400
+#: Home and the main line after the first pass (the first pass is budgeted in minutes).
+MAIN_LINE_BUDGET = 21_000
 #: Issue 32's chapters on today's models, counted apart: each within TODAYS_CHAPTER_BUDGET,
 #: and the main line with them within TODAYS_MAIN_LINE_BUDGET (the budgets above count the
 #: rest). Whoever adds such a chapter appends it here.
@@ -27,7 +29,7 @@ TODAYS_MODELS_PAGES = (
     "llm/latent-attention.md",
 )
 TODAYS_CHAPTER_BUDGET = 1_800
-TODAYS_MAIN_LINE_BUDGET = 28_600
+TODAYS_MAIN_LINE_BUDGET = 25_000
 #: The newcomer's first hour (issue 39): the nav's first section.
 FIRST_PASS = "First pass"
 FIRST_PASS_MINUTES = 60
@@ -83,9 +85,14 @@ def test_the_counted_path_runs_from_the_first_pass_to_where_next() -> None:
     assert set(CORE_SECTIONS) <= set(titles)
 
 
+def _beyond_the_first_pass(sections: dict[str, dict[str, int]]) -> int:
+    """Words of Home and of every section but the first pass, which is timed instead."""
+    return sum(sum(pages.values()) for title, pages in sections.items() if title != FIRST_PASS)
+
+
 def test_main_line_stays_within_its_budget() -> None:
     sections = words_by_section()
-    total = sum(sum(pages.values()) for pages in sections.values())
+    total = _beyond_the_first_pass(sections)
     assert total <= MAIN_LINE_BUDGET, f"{total} words > {MAIN_LINE_BUDGET}:\n{_table(sections)}"
 
 
@@ -102,7 +109,7 @@ def test_todays_models_chapters_are_on_the_main_line_each_within_its_budget() ->
 
 def test_main_line_with_todays_models_stays_within_its_budget() -> None:
     sections = words_by_section(todays=True)
-    total = sum(sum(pages.values()) for pages in sections.values())
+    total = _beyond_the_first_pass(sections)
     assert total <= TODAYS_MAIN_LINE_BUDGET, (
         f"{total} words > {TODAYS_MAIN_LINE_BUDGET}:\n{_table(sections)}"
     )

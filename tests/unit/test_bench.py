@@ -115,7 +115,7 @@ def test_one_table_names_every_suite_its_flag_and_its_recorded_file() -> None:
     """SUITES is the one list of runs: the flags, --all and the recorded names follow it."""
     assert tuple(SUITES) == RESULT_NAMES == (
         "forward", "flash", "flash_taught", "backward", "ring", "decode", "gqa",
-        "window", "llm", "streaming", "passkey", "cache_formats", "trained",
+        "window", "llm", "streaming", "passkey", "cache_formats", "trained", "gate_sink",
     )  # fmt: skip
     for name, suite in SUITES.items():
         assert parse_args([f"--{name}"])[0] == [name]

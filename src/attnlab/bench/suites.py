@@ -17,6 +17,7 @@ from .cache_formats import run_cache_formats
 from .decode import run_decode_benchmark
 from .flash_steady import run_flash_benchmark, run_flash_taught_benchmark
 from .forward import run_benchmark
+from .gate_sink import run_gate_sink_experiment
 from .gqa import run_gqa_benchmark
 from .llm import run_llm_benchmark
 from .passkey import run_passkey_experiment
@@ -99,6 +100,10 @@ SUITES: dict[str, Suite] = {
     "trained": Suite(
         _quick_only(run_trained_experiment),
         "SmolLM2-135M: every head's OV copying score; sinks replaced by newlines, renumbered",
+    ),
+    "gate_sink": Suite(
+        _quick_only(run_gate_sink_experiment),
+        "two tiny recall models, with and without an output gate: the first token's weight",
     ),
 }
 """Every suite, by name, in the order ``--all`` runs them; ``forward`` is the default."""

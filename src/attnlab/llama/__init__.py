@@ -30,6 +30,7 @@ from .model import (
     RMSNorm,
     SwiGLU,
 )
+from .gguf_file import GGUFError, GGUFFile, GGUFTensorInfo, open_gguf
 from .tokenizer import Tokenizer
 from .weights import (
     SUPPORTED_TYPES,
@@ -44,6 +45,9 @@ __all__ = [
     "SUPPORTED_TYPES",
     "BlockOutput",
     "DecoderBlock",
+    "GGUFError",
+    "GGUFFile",
+    "GGUFTensorInfo",
     "LlamaConfig",
     "LlamaModel",
     "LlamaOutput",
@@ -52,6 +56,7 @@ __all__ = [
     "Tokenizer",
     "load_gguf",
     "load_smollm2",
+    "open_gguf",
     "read_gguf",
     "smollm2_path",
     "unpermute_rotary_rows",

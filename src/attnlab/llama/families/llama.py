@@ -22,7 +22,8 @@ import torch
 from torch import Tensor
 
 from ...rope_scaling import Llama3Scaling
-from ..model import LlamaConfig
+from ..gguf_file import GGUFError
+from ..model import LlamaConfig, LlamaModel
 
 __all__ = [
     "ARCHITECTURE",
@@ -150,28 +151,63 @@ def read_config(
         if full in metadata:
             return metadata[full]
         if default is None:
-            raise ValueError(f"the GGUF file lacks the metadata key {full!r}")
+            raise GGUFError(f"the GGUF file lacks the metadata key {full!r}")
         return default
 
-    d_model, num_heads = int(key("embedding_length")), int(key("attention.head_count"))
-    head_dim = key("attention.key_length", key("rope.dimension_count", d_model // num_heads))
+    def count(name: str, default: int | None = None) -> int:
+        value = key(name, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise GGUFError(f"the GGUF's {arch}.{name} must be a positive int; got {value!r}")
+        return value
+
+    def number(name: str, default: float | None = None) -> float:
+        value = key(name, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            raise GGUFError(f"the GGUF's {arch}.{name} must be a number > 0; got {value!r}")
+        if not math.isfinite(value):
+            raise GGUFError(f"the GGUF's {arch}.{name} must be finite; got {value!r}")
+        return float(value)
+
+    num_layers = count("block_count")
+    blocks = {name.split(".")[1] for name in tensors if name.startswith("blk.")}
+    if num_layers != len(blocks):
+        raise GGUFError(
+            f"the GGUF's {arch}.block_count is {num_layers}, but the file holds tensors of "
+            f"{len(blocks)} block(s)"
+        )
+    d_model, num_heads = count("embedding_length"), count("attention.head_count")
+    num_kv_heads = count("attention.head_count_kv", num_heads)
+    if num_heads % num_kv_heads:
+        raise GGUFError(
+            f"the GGUF's {arch}.attention.head_count ({num_heads}) must be a multiple of "
+            f"{arch}.attention.head_count_kv ({num_kv_heads})"
+        )
+    if not any(f"{arch}.{k}" in metadata for k in ("attention.key_length", "rope.dimension_count")):
+        if d_model % num_heads:
+            raise GGUFError(
+                f"the GGUF's {arch}.embedding_length ({d_model}) must be a multiple of "
+                f"{arch}.attention.head_count ({num_heads}) when the file states no head width"
+            )
+    head_dim = count("attention.key_length", count("rope.dimension_count", d_model // num_heads))
+    if head_dim % 2:
+        raise GGUFError(f"the GGUF's head width must be even (rotary pairs); got {head_dim}")
     # the embedding's rows: the model's vocabulary, even where the token list is shorter
     embed = tensors.get("token_embd.weight")
-    vocab = key("vocab_size", None if embed is None else embed.shape[0])
-    theta = float(key("rope.freq_base", 10000.0))
+    vocab = count("vocab_size", None if embed is None else int(embed.shape[0]))
+    theta = number("rope.freq_base", 10000.0)
     if ROPE_FREQS in tensors:
-        family["rope_scaling"] = llama3_scaling(tensors[ROPE_FREQS], int(head_dim), theta)
+        family["rope_scaling"] = llama3_scaling(tensors[ROPE_FREQS], head_dim, theta)
     return LlamaConfig(
-        vocab_size=int(vocab),
+        vocab_size=vocab,
         d_model=d_model,
-        num_layers=int(key("block_count")),
+        num_layers=num_layers,
         num_heads=num_heads,
-        num_kv_heads=int(key("attention.head_count_kv", num_heads)),
-        head_dim=int(head_dim),
-        ffn_dim=int(key("feed_forward_length")),
+        num_kv_heads=num_kv_heads,
+        head_dim=head_dim,
+        ffn_dim=count("feed_forward_length"),
         rope_theta=theta,
-        rms_eps=float(key("attention.layer_norm_rms_epsilon")),
-        context_length=int(key("context_length")),
+        rms_eps=number("attention.layer_norm_rms_epsilon"),
+        context_length=count("context_length"),
         bos_token_id=int(metadata.get("tokenizer.ggml.bos_token_id", 1)),
         eos_token_id=int(metadata.get("tokenizer.ggml.eos_token_id", 2)),
         tie_word_embeddings=OUTPUT not in tensors,
@@ -198,17 +234,26 @@ def rename(
         names.update({f"blk.{i}.{g}": f"layers.{i}.{n}" for g, n in layer_tensors.items()})
     missing = [name for name in names if name not in tensors]
     if missing:
-        raise ValueError(
+        raise GGUFError(
             f"the GGUF file lacks {len(missing)} tensor(s) of the {config.architecture} "
             f"family, e.g. {missing[0]!r}"
         )
     used = set(names) | ({ROPE_FREQS} if config.rope_scaling is not None else set())
     extra = sorted(set(tensors) - used)
     if extra:
-        raise ValueError(
+        raise GGUFError(
             f"the GGUF file has tensor(s) the {config.architecture} family does not use, "
             f"e.g. {extra[0]!r}"
         )
+    with torch.device("meta"):  # the shapes the config implies, no memory
+        shapes = {name: p.shape for name, p in LlamaModel(config).state_dict().items()}
+    for gguf_name, name in names.items():
+        got, wanted = tuple(tensors[gguf_name].shape), tuple(shapes[name])
+        if got != wanted:
+            raise GGUFError(
+                f"the GGUF file's tensor {gguf_name!r} has shape {got}; the file's "
+                f"{config.architecture}.* keys imply {wanted}"
+            )
     state = {}
     for gguf_name, name in names.items():
         tensor = tensors[gguf_name]
