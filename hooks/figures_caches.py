@@ -1,4 +1,4 @@
-"""Figures of the chapter on paged, split and compressed caches (llm/compressed-and-paged-caches).
+"""Figures of the chapters on paged and split caches and on quantised caches (llm/).
 
 Each is registered with ``@figure`` (``hooks/figure_registry.py``) and drawn by the
 figures hook (``hooks/figures.py``).

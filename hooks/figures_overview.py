@@ -64,7 +64,7 @@ def decoder_overview() -> Figure:
     norm1 = add(_box(ax, 12.6, "LayerNorm", "input", 0.8))
     _chapter(ax, 12.6, "this page")
     add(_box(ax, 11.0, "masked multi-head attention\nsoftmax(QKᵀ/√d_k) V", "weights", 1.4))
-    _chapter(ax, 11.0, "Foundations,\nToward the\ntransformer")
+    _chapter(ax, 11.0, "First pass;\nDeeper track")
     plus1 = add(diagrams.operator(ax, (_CENTRE_X, 9.4), "+", size=(0.9, 0.7)))
     _residual(ax, norm1.top + 0.45, 9.4)
     norm2 = add(_box(ax, 8.0, "LayerNorm", "input", 0.8))

@@ -1,9 +1,10 @@
 """MkDocs hook: a small "where you are" roadmap at the top of every main-line page.
 
 The main line is read from the nav, never listed by hand: it runs from the first
-top-level section (Foundations) through the sections that follow it up to the first
+top-level section (the first pass, a newcomer's first hour) through the sections that
+follow it (the deeper track, then efficient attention and today's LLMs) up to the first
 plain top-level page after them, which closes it (Where next). Anything before it
-(Home, Notation) or after it (Appendices, Explore, the API reference) is off the path.
+(Home) or after it (Appendices, Explore, the API reference) is off the path.
 
 Each page of the path gets, above its title, a ``<nav>`` landmark with the steps of
 the path in order (each a link to the step's first page), the current step marked

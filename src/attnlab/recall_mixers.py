@@ -66,7 +66,7 @@ class MixerConfig:
     layer_types: tuple[str, ...] = MIXERS["hybrid"]
     d_model: int = 32
     num_heads: int = 2
-    conv_kernel_size: int = 4
+    conv_kernel_size: int = 1
     chunk_size: int = 16
 
     def __post_init__(self) -> None:
@@ -229,6 +229,7 @@ def trained_stack(
     steps: int,
     seed: int = 0,
     config: MixerConfig | None = None,
+    lr: float = 3e-3,
 ) -> tuple[RecallStack, list[float]]:
     """``MIXERS[name]``'s stack (``config``'s sizes), seeded by ``seed`` and trained.
 
@@ -241,7 +242,7 @@ def trained_stack(
     with torch.random.fork_rng():
         torch.manual_seed(check_seed("seed", seed))
         model = RecallStack(task, sizes)
-    return model, train_stack(model, pairs, steps, seed=seed)
+    return model, train_stack(model, pairs, steps, lr=lr, seed=seed)
 
 
 def recall_sweep(
@@ -251,6 +252,7 @@ def recall_sweep(
     seed: int = 0,
     config: MixerConfig | None = None,
     size: int = 1000,
+    lr: float = 3e-3,
 ) -> dict[str, Any]:
     """Train each of ``MIXERS`` once on 2 to ``max(measured)`` pairs; accuracy per count.
 
@@ -262,7 +264,7 @@ def recall_sweep(
     rows = []
     for name in MIXERS:
         start = time.perf_counter()
-        model, losses = trained_stack(name, task, (2, max(measured)), steps, seed, config)
+        model, losses = trained_stack(name, task, (2, max(measured)), steps, seed, config, lr)
         rows.append(
             {
                 "model": name,

@@ -10,10 +10,10 @@ written out for the backward pass. The backward is two more kernels: one compute
 block's dK and dV in registers, and adds each query block's share of dQ atomically.
 The kernels live in ``attnlab.triton_kernels``.
 
-Without a CUDA GPU ([`TRITON_MODE`][attnlab.TRITON_MODE] is ``"interpreter"``), the
+Without a CUDA GPU (``attnlab.TRITON_MODE`` is ``"interpreter"``), the
 first call sets the environment variable ``TRITON_INTERPRET=1`` for the process and
 imports Triton: its interpreter then runs each program instance in turn with NumPy,
-slowly but exactly. Triton itself is imported only then, so the package imports
+slowly. Triton itself is imported only then, so the package imports
 without it.
 
 Shape legend: ``query (N, ..., L, E)``, ``key (N, ..., S, E)``, ``value (N, ..., S, Ev)``,
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Literal
 
 import torch
@@ -42,7 +43,8 @@ TRITON_MODE: Literal["compiled", "interpreter"] = (
 ``"compiled"`` for a CUDA GPU, ``"interpreter"`` (Triton's, on the CPU) without one."""
 
 MIN_GPU_TILE = 16
-"""``tl.dot``'s smallest tile side when compiled for a GPU; the interpreter takes any."""
+"""The smallest block and padded head width on a GPU: each is the length some ``tl.dot``
+sums over, at least 16 for float16 and bfloat16 there; the interpreter takes any."""
 
 
 def triton_attention(
@@ -123,7 +125,7 @@ def check_block(name: str, size: object) -> int:
         raise ValueError(f"{name} must be a power of two (tl.arange's sizes are); got {size}")
     if TRITON_MODE == "compiled" and size < MIN_GPU_TILE:
         raise ValueError(
-            f"{name} must be at least {MIN_GPU_TILE} on a GPU (tl.dot's tiles); got {size}"
+            f"{name} must be at least {MIN_GPU_TILE} on a GPU (tl.dot's sums); got {size}"
         )
     return size
 
@@ -138,8 +140,11 @@ class KernelCall:
     block_n: int
 
 
-def _kernel_settings(q: Tensor, v: Tensor, call: KernelCall) -> dict[str, Any]:
-    """The kernels' sizes and compile-time constants for ``q (B, H, L, E)``, ``v``."""
+def _kernel_arguments(q: Tensor, k: Tensor, v: Tensor, call: KernelCall) -> dict[str, Any]:
+    """What the forward and backward kernels share: strides, sizes, compile-time constants.
+
+    ``q (B, H, L, E)``, ``k (B, H, S, E)``, ``v (B, H, S, Ev)``.
+    """
     import triton
     import triton.language as tl
 
@@ -151,16 +156,36 @@ def _kernel_settings(q: Tensor, v: Tensor, call: KernelCall) -> dict[str, Any]:
     }
     smallest = MIN_GPU_TILE if TRITON_MODE == "compiled" else 1
     acc_dtype = tl_dtypes[compute_dtype(q.dtype)]
+    H, L, E = q.shape[1:]
+    S, Ev = v.shape[-2:]
     return {
+        "q_strides": q.stride(),
+        "k_strides": k.stride(),
+        "v_strides": v.stride(),
+        "H": H,
+        "L": L,
+        "S": S,
+        "E": E,
+        "Ev": Ev,
+        "scale": call.scale,
         "IS_CAUSAL": call.is_causal,
         "BLOCK_M": call.block_m,
         "BLOCK_N": call.block_n,
-        "BLOCK_E": max(triton.next_power_of_2(q.shape[-1]), smallest),
-        "BLOCK_EV": max(triton.next_power_of_2(v.shape[-1]), smallest),
+        "BLOCK_E": max(triton.next_power_of_2(E), smallest),
+        "BLOCK_EV": max(triton.next_power_of_2(Ev), smallest),
         # the interpreter's bfloat16 tl.dot is wrong: it multiplies in float32 or float64
         "DOT_DTYPE": tl_dtypes[q.dtype] if TRITON_MODE == "compiled" else acc_dtype,
         "ACC_DTYPE": acc_dtype,
     }
+
+
+def _kernels() -> ModuleType:
+    """``attnlab.triton_kernels``, imported on first use (it imports Triton)."""
+    try:
+        from . import triton_kernels
+    except ImportError as missing:
+        raise ImportError("triton_attention needs Triton: pip install triton") from missing
+    return triton_kernels
 
 
 class _TritonAttention(torch.autograd.Function):
@@ -170,17 +195,14 @@ class _TritonAttention(torch.autograd.Function):
     def forward(
         ctx: Any, q: Tensor, k: Tensor, v: Tensor, call: KernelCall
     ) -> tuple[Tensor, Tensor]:
-        from . import triton_kernels
-
-        B, H, L, E = q.shape
-        S, Ev = v.shape[-2:]
-        output = q.new_empty(B, H, L, Ev)  # contiguous, as the kernels write it
+        triton_kernels = _kernels()
+        B, H, L, _ = q.shape
+        output = q.new_empty(B, H, L, v.shape[-1])  # contiguous, as the kernels write it
         lse = q.new_empty(B, H, L, dtype=compute_dtype(q.dtype))
-        grid = (math.ceil(L / call.block_m), B * H)
+        grid = (math.ceil(L / call.block_m), B * H)  # a program per (query block, head)
         triton_kernels.attention_forward_kernel[grid](
-            q, k, v, output, lse, q.stride(), k.stride(), v.stride(),
-            H, L, S, E, Ev, call.scale, **_kernel_settings(q, v, call),
-        )  # fmt: skip
+            Q=q, K=k, V=v, Out=output, Lse=lse, **_kernel_arguments(q, k, v, call)
+        )
         ctx.save_for_backward(q, k, v, output, lse)
         ctx.call = call
         return output, lse
@@ -189,26 +211,40 @@ class _TritonAttention(torch.autograd.Function):
     def backward(
         ctx: Any, grad_output: Tensor, grad_lse: Tensor | None
     ) -> tuple[Tensor | None, ...]:
-        from . import triton_kernels
-
+        triton_kernels = _kernels()
         q, k, v, output, lse = ctx.saved_tensors
         call: KernelCall = ctx.call
+        arguments = _kernel_arguments(q, k, v, call)
         B, H, L, E = q.shape
         S, Ev = v.shape[-2:]
-        settings = _kernel_settings(q, v, call)
         grad_output = grad_output.contiguous()
         grad_lse = torch.zeros_like(lse) if grad_lse is None else grad_lse.contiguous()
         delta = torch.empty_like(lse)  # (B, H, L): rowsum(dO * O) - dlse
         triton_kernels.backward_preprocess_kernel[(math.ceil(L / call.block_m), B * H)](
-            output, grad_output, grad_lse, delta, L, Ev,
-            call.block_m, settings["BLOCK_EV"], settings["ACC_DTYPE"],
-        )  # fmt: skip
-        acc_dtype = lse.dtype
-        grad_q = q.new_zeros(B, H, L, E, dtype=acc_dtype)  # atomic sums
-        grad_k = k.new_empty(B, H, S, E, dtype=acc_dtype)
-        grad_v = v.new_empty(B, H, S, Ev, dtype=acc_dtype)
-        triton_kernels.attention_backward_kernel[(math.ceil(S / call.block_n), B * H)](
-            q, k, v, grad_output, lse, delta, grad_q, grad_k, grad_v,
-            q.stride(), k.stride(), v.stride(), H, L, S, E, Ev, call.scale, **settings,
-        )  # fmt: skip
+            Out=output,
+            dOut=grad_output,
+            dLse=grad_lse,
+            Delta=delta,
+            L=L,
+            Ev=Ev,
+            BLOCK_M=call.block_m,
+            BLOCK_EV=arguments["BLOCK_EV"],
+            ACC_DTYPE=arguments["ACC_DTYPE"],
+        )
+        grad_q = q.new_zeros(B, H, L, E, dtype=lse.dtype)  # contiguous; programs add to it
+        grad_k = k.new_empty(B, H, S, E, dtype=lse.dtype)
+        grad_v = v.new_empty(B, H, S, Ev, dtype=lse.dtype)
+        grid = (math.ceil(S / call.block_n), B * H)  # a program per (key block, head)
+        triton_kernels.attention_backward_kernel[grid](
+            Q=q,
+            K=k,
+            V=v,
+            dOut=grad_output,
+            Lse=lse,
+            Delta=delta,
+            dQ=grad_q,
+            dK=grad_k,
+            dV=grad_v,
+            **arguments,
+        )
         return grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype), None

@@ -191,9 +191,9 @@ def prints_weights(output: str) -> bool:
     """Whether printed output holds a row of attention weights: numbers in [0, 1] summing to 1."""
     for row in _TENSOR_ROW.findall(output):
         numbers = [float(n) for n in row.replace(",", " ").split()]
-        if len(numbers) > 1 and all(0 <= n <= 1 for n in numbers):
-            if abs(sum(numbers) - 1) < 0.01:
-                return True
+        in_range = len(numbers) > 1 and all(0 <= n <= 1 for n in numbers)
+        if in_range and abs(sum(numbers) - 1) < 0.01:
+            return True
     return False
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import posixpath
 import re
+import sys
+from pathlib import Path
 
 import pytest
 from support import DOCS, main_line_steps
@@ -144,16 +146,14 @@ def test_home_links_the_primer() -> None:
     ],
 )
 def test_a_first_use_is_taught_only_in_bold_a_heading_or_a_link_into_the_pass(
-    markdown: str, taught: bool, tmp_path: object, monkeypatch: pytest.MonkeyPatch
+    markdown: str, taught: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import test_first_pass as module
-
-    page = tmp_path / "start" / "page.md"  # type: ignore[operator]
+    page = tmp_path / "start" / "page.md"
     page.parent.mkdir()
     page.write_text(markdown, encoding="utf-8")
-    monkeypatch.setattr(module, "DOCS", tmp_path)
-    monkeypatch.setattr(module, "FIRST_PASS", ("start/page.md", PRIMER))
-    assert module.first_uses(("start/page.md",))["tensor"][2] is taught
+    monkeypatch.setattr(sys.modules[__name__], "DOCS", tmp_path)
+    monkeypatch.setattr(sys.modules[__name__], "FIRST_PASS", ("start/page.md", PRIMER))
+    assert first_uses(("start/page.md",))["tensor"][2] is taught
 
 
 def test_no_term_is_used_on_the_first_pass_before_it_is_taught() -> None:

@@ -116,6 +116,7 @@ def test_one_table_names_every_suite_its_flag_and_its_recorded_file() -> None:
     assert tuple(SUITES) == RESULT_NAMES == (
         "forward", "flash", "flash_taught", "backward", "ring", "decode", "gqa",
         "window", "llm", "streaming", "passkey", "cache_formats", "trained", "gate_sink",
+        "hybrid_recall",
     )  # fmt: skip
     for name, suite in SUITES.items():
         assert parse_args([f"--{name}"])[0] == [name]

@@ -8,11 +8,13 @@ NumPy, which is slow: the shapes are tiny, and the lengths are chosen so that th
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+import attnlab
 from attnlab import TRITON_MODE, flash_attention, triton_attention
 
 CASES = [
@@ -177,3 +179,13 @@ def test_bad_input_is_refused_by_name() -> None:
     if TRITON_MODE == "interpreter":
         with pytest.raises(ValueError, match="query must be on a cpu device"):
             triton_attention(q.to("meta"), k.to("meta"), v.to("meta"))
+
+
+def test_without_triton_the_package_imports_and_the_call_says_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Triton is imported on the first call only; without it, the call names it."""
+    monkeypatch.setitem(sys.modules, "attnlab.triton_kernels", None)  # as if not importable
+    monkeypatch.delattr(attnlab, "triton_kernels", raising=False)  # set by an earlier import
+    with pytest.raises(ImportError, match="triton_attention needs Triton: pip install triton"):
+        triton_attention(*_inputs((), 2, 2, 2, 2))

@@ -19,6 +19,7 @@ from .flash_steady import run_flash_benchmark, run_flash_taught_benchmark
 from .forward import run_benchmark
 from .gate_sink import run_gate_sink_experiment
 from .gqa import run_gqa_benchmark
+from .hybrid_recall import run_hybrid_recall
 from .llm import run_llm_benchmark
 from .passkey import run_passkey_experiment
 from .ring_memory import run_ring_memory
@@ -104,6 +105,10 @@ SUITES: dict[str, Suite] = {
     "gate_sink": Suite(
         _quick_only(run_gate_sink_experiment),
         "two tiny recall models, with and without an output gate: the first token's weight",
+    ),
+    "hybrid_recall": Suite(
+        _quick_only(run_hybrid_recall),
+        "associative recall against the number of pairs: softmax, Gated DeltaNet, 3:1 hybrid",
     ),
 }
 """Every suite, by name, in the order ``--all`` runs them; ``forward`` is the default."""

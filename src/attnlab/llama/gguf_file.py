@@ -18,6 +18,7 @@ field and its value. The tensors' bytes stay memory-mapped until a family asks f
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,7 +63,7 @@ class GGUFTensorInfo:
     """One tensor's entry in the header, checked against the file.
 
     Attributes:
-        name: The tensor's name (``blk.0.attn_q.weight``).
+        name: The tensor's name (as llama.cpp names it).
         shape: Its shape, outermost first (GGUF lists the dims innermost first).
         type_name: Its ggml type (``Q4_1``, ``F32``, ...).
         start: Where its bytes begin in the file.
@@ -163,7 +164,7 @@ class _Cursor:
             )
         fmt = VALUE_TYPES[item_type][1]
         item_bytes = 8 if fmt is None else struct.calcsize(fmt)
-        n = self.count(f"{what}'s array length", item_bytes)
+        n = self.count(f"array length of {what}", item_bytes)
         if fmt is None:  # strings: n is at most the bytes left / 8
             return [self.string(f"{what}[{i}]") for i in range(n)]
         items = np.frombuffer(self.take(n * item_bytes, what), dtype=np.dtype(fmt))
@@ -171,8 +172,9 @@ class _Cursor:
         return values
 
 
+@functools.cache
 def _type_sizes() -> dict[int, tuple[str, int, int]]:
-    """ggml type id -> (name, values per block, bytes per block), from the gguf package."""
+    """The ggml type id -> (name, values per block, bytes per block), from the gguf package."""
     import gguf  # the llm extra
 
     return {
@@ -238,8 +240,12 @@ def open_gguf(path: Path | str) -> GGUFFile:
 def _alignment(metadata: dict[str, Any]) -> int:
     """``general.alignment``, checked to be a power of two (32 if the file sets none)."""
     value = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value & (value - 1):
-        raise GGUFError(f"the GGUF file's general.alignment must be a power of two; got {value!r}")
+    power_of_two = isinstance(value, int) and 1 <= value <= 2**30 and not value & (value - 1)
+    if isinstance(value, bool) or not power_of_two:
+        raise GGUFError(
+            f"the GGUF file's general.alignment must be a power of two (at most 2**30); "
+            f"got {value!r}"
+        )
     return value
 
 

@@ -389,15 +389,18 @@ def _check_merges(merges: object, tokens: Sequence[str]) -> list[str]:
     """``tokenizer.ggml.merges``: each ``"left right"``, both and their join tokens."""
     if not isinstance(merges, list) or not all(isinstance(m, str) for m in merges):
         raise GGUFError(
-            f"the GGUF's tokenizer.ggml.merges must be an array of strings; got "
-            f"{_describe(merges)}"
+            f"the GGUF's tokenizer.ggml.merges must be an array of strings; got {_describe(merges)}"
         )
     vocab = set(tokens)
     for i, merge in enumerate(merges):
         left, space, right = merge.partition(" ")
         missing = [t for t in (left, right, left + right) if t not in vocab]
         if not space or not left or not right or missing:
-            why = f"{missing[0]!r} is not a token" if missing else "not two tokens"
+            why = (
+                "not two tokens"
+                if not (space and left and right)
+                else f"{missing[0]!r} is not a token"
+            )
             raise GGUFError(
                 f"the GGUF's tokenizer.ggml.merges[{i}] must be two tokens of the vocabulary "
                 f"whose join is one too, 'left right'; got {merge!r} ({why})"

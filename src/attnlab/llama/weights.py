@@ -101,7 +101,7 @@ def read_gguf(path: Path | str) -> tuple[LlamaConfig, dict[str, Tensor], GGUFFil
     if tokens > config.vocab_size:
         raise GGUFError(
             f"the GGUF's tokenizer.ggml.tokens holds {tokens} tokens, more than the model's "
-            f"vocabulary of {config.vocab_size} (token_embd.weight's rows)"
+            f"vocabulary of {config.vocab_size} (the embedding's rows)"
         )
     chosen.state_dict(config, shapes)  # every tensor there, of its shape (meta: no work)
     tensors = {name: _tensor(file, name) for name in file.tensors}
@@ -120,8 +120,8 @@ def _tensor(file: GGUFFile, name: str) -> Tensor:
     if not bool(finite.all()):
         where = int((~finite).flatten().nonzero()[0])
         raise GGUFError(
-            f"the GGUF file's tensor {name!r} holds {tensor.flatten()[where].item()} at flat "
-            f"index {where}; weights must be finite (a {info.type_name} block scale counts)"
+            f"the GGUF file's tensor {name!r} holds NaN or infinity at flat index {where}; "
+            f"weights must be finite (a block scale of a {info.type_name} tensor counts)"
         )
     return tensor
 

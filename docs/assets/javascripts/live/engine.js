@@ -27,7 +27,8 @@ export class Engine {
     this.maxTokens = maxTokens;
     const file = readGguf(slot.bytes);
     const family = familyOf(file.metadata);
-    const config = family.configFromGguf(file.metadata, file.tensors);
+    const config = family.configFromGguf(file.metadata, file.tensors); // every tensor's shape checked
+    const tokenizer = Tokenizer.fromGguf(file.metadata); // checked before a weight is read
     let kernels = new JsKernels();
     if (slot.kernels) {
       const widest = Math.max(config.ffn_dim, config.d_model, config.num_heads * config.head_dim);
@@ -43,7 +44,7 @@ export class Engine {
     this.config = config;
     this.kernelsName = kernels.name;
     this.model = new LlamaModel(config, family.partsFromGguf(file.tensors, config), kernels);
-    this.tokenizer = Tokenizer.fromGguf(file.metadata);
+    this.tokenizer = tokenizer;
     this.fileBytes = file.bytes.byteLength;
   }
 

@@ -25,67 +25,125 @@ export const TYPES = Object.fromEntries(
   ])
 );
 
-// A cursor over the file's header (little-endian throughout).
+// ggml's type numbers by name: the page reads the TYPES above; the others are named
+// when refused. (gguf-py's GGMLQuantizationType.)
+const GGML_TYPE_NAMES = [
+  "F32", "F16", "Q4_0", "Q4_1", null, null, "Q5_0", "Q5_1", "Q8_0", "Q8_1", "Q2_K", "Q3_K",
+  "Q4_K", "Q5_K", "Q6_K", "Q8_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S",
+  "IQ2_S", "IQ4_XS", "I8", "I16", "I32", "I64", "F64", "IQ1_M", "BF16", null, null, null,
+  "TQ1_0", "TQ2_0",
+];
+// GGUF metadata value types: id -> bytes of a fixed-size value (0: a string or an array)
+const VALUE_BYTES = [1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8];
+const STRING = 8;
+const ARRAY = 9;
+const MAX_DIMS = 4; // ggml's GGML_MAX_DIMS
+// the fewest bytes one metadata entry / one tensor entry can take
+const MIN_KV_BYTES = 8 + 4 + 1;
+const MIN_TENSOR_INFO_BYTES = 8 + 4 + 8 + 4 + 8;
+
+// A value as Python's repr writes it, for messages worded as attnlab.llama's.
+export function repr(value) {
+  if (typeof value === "string") return `'${value}'`;
+  if (typeof value === "number") {
+    if (Number.isNaN(value)) return "nan";
+    if (!Number.isFinite(value)) return value > 0 ? "inf" : "-inf";
+  }
+  if (Array.isArray(value)) return `[${value.map(repr).join(", ")}]`;
+  if (value === undefined || value === null) return "None";
+  if (typeof value === "boolean") return value ? "True" : "False";
+  return String(value);
+}
+
+// A shape as Python's tuple: (256,) or (64, 256).
+export const shapeText = (shape) => `(${shape.join(", ")}${shape.length === 1 ? "," : ""})`;
+
+const refuse = (message) => new RangeError(message);
+
+// A cursor over the file's header (little-endian throughout): every field checked
+// against the bytes left before anything is allocated or looped over, as
+// attnlab.llama.open_gguf does, with its words.
 class Cursor {
   constructor(bytes) {
     this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     this.bytes = bytes;
+    this.size = bytes.byteLength;
     this.offset = 0;
-    this.decoder = new TextDecoder("utf-8");
+    this.decoder = new TextDecoder("utf-8", { fatal: true });
   }
-  need(n) {
-    if (this.offset + n > this.bytes.byteLength) throw new RangeError("GGUF: the header is truncated");
+  left() {
+    return this.size - this.offset;
   }
-  u32() {
-    this.need(4);
-    const value = this.view.getUint32(this.offset, true);
-    this.offset += 4;
-    return value;
-  }
-  u64() {
-    this.need(8);
-    const low = this.view.getUint32(this.offset, true);
-    const high = this.view.getUint32(this.offset + 4, true);
-    this.offset += 8;
-    return high * 4294967296 + low; // exact below 2**53: every size in a GGUF header
-  }
-  string() {
-    const length = this.u64();
-    this.need(length);
-    const text = this.decoder.decode(this.bytes.subarray(this.offset, this.offset + length));
-    this.offset += length;
-    return text;
-  }
-  // One metadata value of GGUF value type `type`.
-  value(type) {
-    const v = this.view;
+  // Reserve n bytes for `what`; their offset.
+  take(n, what) {
+    if (n > this.left()) {
+      throw refuse(`the GGUF file is truncated: ${what} at byte ${this.offset} needs ${n} bytes, ${this.left()} are left`);
+    }
     const at = this.offset;
-    const fixed = { 0: 1, 1: 1, 2: 2, 3: 2, 5: 4, 6: 4, 7: 1, 11: 8, 12: 8 }[type];
-    if (fixed) this.need(fixed);
-    switch (type) {
-      case 0: this.offset += 1; return v.getUint8(at);
-      case 1: this.offset += 1; return v.getInt8(at);
-      case 2: this.offset += 2; return v.getUint16(at, true);
-      case 3: this.offset += 2; return v.getInt16(at, true);
-      case 4: return this.u32();
-      case 5: this.offset += 4; return v.getInt32(at, true);
-      case 6: this.offset += 4; return v.getFloat32(at, true);
-      case 7: this.offset += 1; return v.getUint8(at) !== 0;
-      case 8: return this.string();
-      case 9: {
-        const itemType = this.u32();
-        const count = this.u64();
-        const items = new Array(count);
-        for (let i = 0; i < count; i++) items[i] = this.value(itemType);
-        return items;
-      }
-      case 10: return this.u64();
-      case 11: this.offset += 8; return Number(v.getBigInt64(at, true));
-      case 12: this.offset += 8; return v.getFloat64(at, true);
-      default: throw new Error(`GGUF: unknown metadata value type ${type}`);
+    this.offset += n;
+    return at;
+  }
+  u32(what) {
+    return this.view.getUint32(this.take(4, what), true);
+  }
+  u64(what) {
+    return this.view.getBigUint64(this.take(8, what), true); // a BigInt: exact
+  }
+  // A uint64 count of items of at least itemBytes each, checked to fit (a Number).
+  count(what, itemBytes) {
+    const n = this.u64(what);
+    if (n * BigInt(itemBytes) > BigInt(this.left())) {
+      throw refuse(`the GGUF file's ${what} is ${n}, more than the ${this.left()} bytes left can hold (${itemBytes} bytes or more each)`);
+    }
+    return Number(n);
+  }
+  string(what) {
+    const length = this.count(`length of ${what}`, 1);
+    const at = this.take(length, what);
+    try {
+      return this.decoder.decode(this.bytes.subarray(at, at + length));
+    } catch {
+      throw refuse(`the GGUF file's ${what} is not UTF-8 text`);
     }
   }
+  // One metadata value of GGUF value type `type`.
+  value(type, what) {
+    if (!(type >= 0 && type < VALUE_BYTES.length)) {
+      throw refuse(`the GGUF file's ${what} has value type ${type}; GGUF's types are 0 to 12`);
+    }
+    if (type === STRING) return this.string(what);
+    if (type === ARRAY) return this.array(what);
+    const v = this.view;
+    const at = this.take(VALUE_BYTES[type], what);
+    switch (type) {
+      case 0: return v.getUint8(at);
+      case 1: return v.getInt8(at);
+      case 2: return v.getUint16(at, true);
+      case 3: return v.getInt16(at, true);
+      case 4: return v.getUint32(at, true);
+      case 5: return v.getInt32(at, true);
+      case 6: return v.getFloat32(at, true);
+      case 7: return v.getUint8(at) !== 0;
+      case 10: return safeNumber(v.getBigUint64(at, true));
+      case 11: return safeNumber(v.getBigInt64(at, true));
+      default: return v.getFloat64(at, true);
+    }
+  }
+  array(what) {
+    const itemType = this.u32(`item type of ${what}`);
+    if (!(itemType >= 0 && itemType < VALUE_BYTES.length) || itemType === ARRAY) {
+      throw refuse(`the GGUF file's ${what} is an array of value type ${itemType}; arrays hold types 0 to 8 or 10 to 12`);
+    }
+    const itemBytes = itemType === STRING ? 8 : VALUE_BYTES[itemType];
+    const n = this.count(`array length of ${what}`, itemBytes); // at most the bytes left
+    const items = new Array(n);
+    for (let i = 0; i < n; i++) items[i] = this.value(itemType, itemType === STRING ? `${what}[${i}]` : what);
+    return items;
+  }
 }
+
+// A 64-bit integer as a Number where exact, else as the BigInt (refused where used).
+const safeNumber = (big) => (big <= BigInt(Number.MAX_SAFE_INTEGER) && big >= -BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : big);
 
 // A tensor of the file: `rows` x `cols` (GGUF dims are innermost first: [cols, rows]),
 // its bytes a view on the file's. `row(r, out)` writes row r as float32 into `out`.
@@ -142,45 +200,100 @@ export class GgufFile {
 }
 
 // Parse a whole GGUF file held in an ArrayBuffer or a Uint8Array (nothing is copied).
-// Refuses, naming what is wrong: not GGUF, an old version, a truncated file, a tensor
-// type this reader does not know.
+// Every count, length, type, rank, dimension, offset and the alignment is checked
+// before anything is allocated or looped over; a refusal names the field and its value
+// in attnlab.llama.open_gguf's words.
 export function readGguf(file) {
   const bytes = file instanceof Uint8Array ? file : new Uint8Array(file);
   const cursor = new Cursor(bytes);
-  if (bytes.byteLength < 24 || cursor.u32() !== GGUF_MAGIC) {
-    throw new TypeError("GGUF: not a GGUF file (it does not start with the bytes 'GGUF')");
+  if (bytes.byteLength < 4 || cursor.u32("the magic") !== GGUF_MAGIC) {
+    const start = [...bytes.subarray(0, 4)].map((b) => b.toString(16).padStart(2, "0")).join(" ");
+    throw new TypeError(`the file is not a GGUF file: it starts with the bytes [${start}], not 'GGUF'`);
   }
-  const version = cursor.u32();
-  if (version < 2) throw new RangeError(`GGUF: version ${version} is not supported (2 or 3 are)`);
-  const tensorCount = cursor.u64();
-  const kvCount = cursor.u64();
-  const metadata = {};
+  const version = cursor.u32("the version");
+  if (version !== 2 && version !== 3) throw refuse(`the GGUF file's version is ${version}; GGUF versions 2 and 3 are read`);
+  const tensorCount = cursor.u64("tensor_count");
+  const kvCount = cursor.count("kv_count", MIN_KV_BYTES);
+  if (tensorCount * BigInt(MIN_TENSOR_INFO_BYTES) > BigInt(cursor.left())) {
+    throw refuse(`the GGUF file's tensor_count is ${tensorCount}, more than the ${cursor.left()} bytes left can hold (${MIN_TENSOR_INFO_BYTES} bytes or more each)`);
+  }
+  const metadata = Object.create(null);
   for (let k = 0; k < kvCount; k++) {
-    const key = cursor.string();
-    metadata[key] = cursor.value(cursor.u32());
+    const key = cursor.string(`metadata key #${k}`);
+    if (key in metadata) throw refuse(`the GGUF file's metadata key ${repr(key)} appears twice`);
+    metadata[key] = cursor.value(cursor.u32(`value type of ${repr(key)}`), repr(key));
+  }
+  const alignment = metadata["general.alignment"] ?? DEFAULT_ALIGNMENT;
+  if (!Number.isInteger(alignment) || alignment < 1 || (alignment & (alignment - 1)) !== 0 || alignment > 2 ** 30) {
+    throw refuse(`the GGUF file's general.alignment must be a power of two (at most 2**30); got ${repr(alignment)}`);
   }
   const infos = [];
-  for (let t = 0; t < tensorCount; t++) {
-    const name = cursor.string();
-    const nDims = cursor.u32();
+  const names = new Set();
+  for (let t = 0; t < Number(tensorCount); t++) {
+    const name = cursor.string(`tensor #${t}'s name`);
+    if (names.has(name)) throw refuse(`the GGUF file's tensor name ${repr(name)} appears twice`);
+    names.add(name);
+    const nDims = cursor.u32(`tensor ${repr(name)}'s n_dims`);
+    if (nDims < 1 || nDims > MAX_DIMS) throw refuse(`the GGUF file's tensor ${repr(name)} has n_dims ${nDims}; GGUF tensors have 1 to ${MAX_DIMS}`);
     const dims = [];
-    for (let d = 0; d < nDims; d++) dims.push(cursor.u64());
-    infos.push({ name, dims, type: cursor.u32(), offset: cursor.u64() });
+    for (let d = 0; d < nDims; d++) dims.push(cursor.u64(`tensor ${repr(name)}'s dims`));
+    if (dims.some((d) => d < 1n)) throw refuse(`the GGUF file's tensor ${repr(name)} has dims [${dims.join(", ")}]; each must be >= 1`);
+    const values = dims.reduce((a, b) => a * b, 1n);
+    if (values >= 2n ** 63n) throw refuse(`the GGUF file's tensor ${repr(name)} has dims [${dims.join(", ")}], whose element count overflows 64 bits`);
+    const type = cursor.u32(`tensor ${repr(name)}'s type`);
+    infos.push({ name, dims, values, type, offset: cursor.u64(`tensor ${repr(name)}'s offset`) });
   }
-  const alignment = metadata["general.alignment"] || DEFAULT_ALIGNMENT;
-  const dataStart = Math.ceil(cursor.offset / alignment) * alignment;
-  const tensors = {};
+  const dataStart = BigInt(Math.ceil(cursor.offset / alignment) * alignment);
+  const tensors = Object.create(null);
   for (const info of infos) {
+    const name = repr(info.name);
     const typeInfo = TYPES[info.type];
     if (!typeInfo) {
       const known = Object.values(TYPES).map((t) => t.name).join(", ");
-      throw new RangeError(`GGUF: tensor ${info.name} has ggml type ${info.type}, which this page cannot read (it reads ${known})`);
+      const typeName = GGML_TYPE_NAMES[info.type];
+      if (!typeName) throw refuse(`the GGUF file's tensor ${name} has type id ${info.type}, not a ggml type`);
+      throw refuse(`the GGUF file's tensor ${name} has type ${typeName}, which is not supported; the page reads ${known}`);
     }
-    const values = info.dims.reduce((a, b) => a * b, 1);
-    const byteLength = (values / typeInfo.blockValues) * typeInfo.blockBytes;
+    if (info.dims[0] % BigInt(typeInfo.blockValues) !== 0n) {
+      throw refuse(`the GGUF file's tensor ${name} (${typeInfo.name}) has rows of ${info.dims[0]} values, not a whole number of ${typeInfo.blockValues}-value blocks`);
+    }
+    const byteLength = (info.values / BigInt(typeInfo.blockValues)) * BigInt(typeInfo.blockBytes);
+    if (info.offset % BigInt(alignment) !== 0n) {
+      throw refuse(`the GGUF file's tensor ${name} has offset ${info.offset}, not a multiple of general.alignment ${alignment}`);
+    }
     const start = dataStart + info.offset;
-    if (start + byteLength > bytes.byteLength) throw new RangeError("GGUF: the file is truncated");
-    tensors[info.name] = new Tensor(info.name, info.dims, info.type, start, byteLength, bytes);
+    if (start + byteLength > BigInt(bytes.byteLength)) {
+      throw refuse(`the GGUF file is truncated: tensor ${name} needs bytes ${start} to ${start + byteLength} of a file of ${bytes.byteLength} bytes`);
+    }
+    const dims = info.dims.map(Number);
+    tensors[info.name] = new Tensor(info.name, dims, info.type, Number(start), Number(byteLength), bytes);
   }
   return new GgufFile(version, metadata, tensors, bytes);
+}
+
+// The bytes of each type's float16 fields in a block (scales, minimums): a weight is
+// finite exactly when these are (the rest are small integers), or, for the float
+// types, when every value is.
+const HALF_FIELDS = { Q8_0: [0], Q4_0: [0], Q4_1: [0, 2], Q5_0: [0], Q5_1: [0, 2], Q4_K: [0, 2], Q5_K: [0, 2], Q6_K: [208] };
+
+// Refuse a tensor holding NaN or infinity (a block scale counts), by name, in
+// attnlab.llama's words; read from the raw bytes, nothing dequantised.
+export function checkFinite(tensor) {
+  const { bytes, view } = tensor;
+  const info = TYPES[tensor.typeId];
+  let bad = -1;
+  if (tensor.type === "F32") {
+    for (let i = 0; i < tensor.byteLength && bad < 0; i += 4) if ((view.getUint32(i, true) & 0x7f800000) === 0x7f800000) bad = i / 4;
+  } else if (tensor.type === "F16" || tensor.type === "BF16") {
+    const mask = tensor.type === "F16" ? 0x7c00 : 0x7f80;
+    for (let i = 0; i < tensor.byteLength && bad < 0; i += 2) if ((view.getUint16(i, true) & mask) === mask) bad = i / 2;
+  } else {
+    const fields = HALF_FIELDS[tensor.type];
+    for (let at = 0, block = 0; at < bytes.byteLength && bad < 0; at += info.blockBytes, block++) {
+      for (const field of fields) if ((view.getUint16(at + field, true) & 0x7c00) === 0x7c00) bad = block * info.blockValues;
+    }
+  }
+  if (bad >= 0) {
+    throw refuse(`the GGUF file's tensor ${repr(tensor.name)} holds NaN or infinity at flat index ${bad}; weights must be finite (a block scale of a ${tensor.type} tensor counts)`);
+  }
 }

@@ -10,6 +10,7 @@
 // 3. byte-pair encoding: the lowest-ranked merge first, leftmost first on ties.
 
 import { SentencePieceTokenizer, splitSpecial } from "./sentencepiece.js";
+import { repr } from "./gguf.js";
 
 const CONTROL = 3; // tokenizer.ggml.token_type of a special (control) token
 // GPT-2's pre-tokenizer pattern, with Unicode's White_Space as tokenizers' \s.
@@ -100,21 +101,21 @@ export class Tokenizer {
   }
 
   // The tokenizer a GGUF file's metadata describes (gguf.js's readGguf(...).metadata).
+  // Checked first, as attnlab.llama's Tokenizer.from_metadata does, with its words.
   static fromGguf(metadata) {
-    if (metadata["tokenizer.ggml.model"] === "llama") return SentencePieceTokenizer.fromGguf(metadata);
-    if (metadata["tokenizer.ggml.model"] !== "gpt2") {
-      throw new RangeError(
-        "the GGUF's tokenizer.ggml.model must be 'gpt2' (byte-level BPE) or 'llama' (SentencePiece); got " +
-          JSON.stringify(metadata["tokenizer.ggml.model"])
-      );
+    const model = metadata["tokenizer.ggml.model"];
+    if (model !== "gpt2" && model !== "llama") {
+      throw new RangeError(`the GGUF's tokenizer.ggml.model must be 'gpt2' (byte-level BPE) or 'llama' (SentencePiece); got ${repr(model)}`);
     }
+    checkVocabulary(metadata);
+    if (metadata["tokenizer.ggml.model"] === "llama") return SentencePieceTokenizer.fromGguf(metadata);
     const specialIds = [];
-    metadata["tokenizer.ggml.token_type"].forEach((kind, id) => {
+    (metadata["tokenizer.ggml.token_type"] ?? []).forEach((kind, id) => {
       if (kind === CONTROL) specialIds.push(id);
     });
     return new Tokenizer({
       tokens: metadata["tokenizer.ggml.tokens"],
-      merges: metadata["tokenizer.ggml.merges"],
+      merges: metadata["tokenizer.ggml.merges"] ?? [],
       specialIds,
       bosTokenId: metadata["tokenizer.ggml.bos_token_id"],
       eosTokenId: metadata["tokenizer.ggml.eos_token_id"],
@@ -208,4 +209,52 @@ export class Tokenizer {
       ? `<|im_start|>system\n${system[1]}<|im_end|>\n` : "";
     return `${opening}<|im_start|>user\n${content}<|im_end|>\n<|im_start|>assistant\n`;
   }
+}
+
+// A short description of a metadata value (attnlab.llama's tokenizer._describe).
+function describeValue(value) {
+  if (Array.isArray(value)) {
+    const kinds = [...new Set(value.map((v) => (typeof v === "string" ? "str" : Number.isInteger(v) ? "int" : typeof v === "number" ? "float" : typeof v)))].sort();
+    return `an array of ${value.length} (${kinds.join(", ") || "empty"})`;
+  }
+  return `${typeof value} ${repr(value)}`.slice(0, 80);
+}
+
+// The token list, the arrays and ids that index it, and the merges, checked with
+// attnlab.llama's words: ids inside the vocabulary (bos and eos required), one type and
+// score per token, each merge two tokens whose join is a token too.
+export function checkVocabulary(metadata) {
+  const tokens = metadata["tokenizer.ggml.tokens"];
+  if (!Array.isArray(tokens) || !tokens.length || !tokens.every((t) => typeof t === "string")) {
+    throw new RangeError(`the GGUF's tokenizer.ggml.tokens must be a non-empty array of strings; got ${describeValue(tokens)}`);
+  }
+  for (const key of ["token_type", "scores"]) {
+    const values = metadata[`tokenizer.ggml.${key}`];
+    if (values !== undefined && (!Array.isArray(values) || values.length !== tokens.length)) {
+      throw new RangeError(`the GGUF's tokenizer.ggml.${key} must hold one number per token (${tokens.length}); got ${describeValue(values)}`);
+    }
+  }
+  for (const kind of ["bos", "eos", "padding", "unknown", "separator"]) {
+    const key = `tokenizer.ggml.${kind}_token_id`;
+    if (!(key in metadata) && (kind === "bos" || kind === "eos")) throw new RangeError(`the GGUF file lacks the metadata key '${key}'`);
+    const value = metadata[key] ?? 0;
+    if (!Number.isInteger(value) || value < 0 || value >= tokens.length) {
+      throw new RangeError(`the GGUF's ${key} must be a token id in 0 .. ${tokens.length - 1} (the vocabulary); got ${repr(value)}`);
+    }
+  }
+  const merges = metadata["tokenizer.ggml.merges"] ?? [];
+  if (!Array.isArray(merges) || !merges.every((m) => typeof m === "string")) {
+    throw new RangeError(`the GGUF's tokenizer.ggml.merges must be an array of strings; got ${describeValue(merges)}`);
+  }
+  const vocab = new Set(tokens);
+  merges.forEach((merge, i) => {
+    const space = merge.indexOf(" ");
+    const left = space < 0 ? merge : merge.slice(0, space);
+    const right = space < 0 ? "" : merge.slice(space + 1);
+    const missing = [left, right, left + right].filter((t) => !vocab.has(t));
+    if (space < 0 || !left || !right || missing.length) {
+      const why = space < 0 || !left || !right ? "not two tokens" : `${repr(missing[0])} is not a token`;
+      throw new RangeError(`the GGUF's tokenizer.ggml.merges[${i}] must be two tokens of the vocabulary whose join is one too, 'left right'; got ${repr(merge)} (${why})`);
+    }
+  });
 }

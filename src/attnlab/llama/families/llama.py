@@ -182,18 +182,19 @@ def read_config(
             f"the GGUF's {arch}.attention.head_count ({num_heads}) must be a multiple of "
             f"{arch}.attention.head_count_kv ({num_kv_heads})"
         )
-    if not any(f"{arch}.{k}" in metadata for k in ("attention.key_length", "rope.dimension_count")):
-        if d_model % num_heads:
-            raise GGUFError(
-                f"the GGUF's {arch}.embedding_length ({d_model}) must be a multiple of "
-                f"{arch}.attention.head_count ({num_heads}) when the file states no head width"
-            )
+    widths = (f"{arch}.attention.key_length", f"{arch}.rope.dimension_count")
+    if d_model % num_heads and not any(width in metadata for width in widths):
+        raise GGUFError(
+            f"the GGUF's {arch}.embedding_length ({d_model}) must be a multiple of "
+            f"{arch}.attention.head_count ({num_heads}) when the file states no head width"
+        )
     head_dim = count("attention.key_length", count("rope.dimension_count", d_model // num_heads))
     if head_dim % 2:
         raise GGUFError(f"the GGUF's head width must be even (rotary pairs); got {head_dim}")
     # the embedding's rows: the model's vocabulary, even where the token list is shorter
     embed = tensors.get("token_embd.weight")
-    vocab = count("vocab_size", None if embed is None else int(embed.shape[0]))
+    rows = len(metadata.get("tokenizer.ggml.tokens", [])) if embed is None else embed.shape[0]
+    vocab = count("vocab_size", int(rows))
     theta = number("rope.freq_base", 10000.0)
     if ROPE_FREQS in tensors:
         family["rope_scaling"] = llama3_scaling(tensors[ROPE_FREQS], head_dim, theta)

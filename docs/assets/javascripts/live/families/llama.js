@@ -9,6 +9,8 @@
 //
 // Another family is one more file beside this one, listed in families/index.js.
 
+import { checkFinite, repr, shapeText } from "../gguf.js";
+
 export const ARCHITECTURE = "llama";
 
 // attnlab.llama.LlamaConfig, field for field (tests/js compares the two).
@@ -46,38 +48,112 @@ export class LlamaConfig {
 }
 
 // The config a GGUF file's metadata (and its tensors' names) describe, as
-// attnlab.llama's families/llama.py reads it. The page does not stretch rotary
-// frequencies: a file that asks for it is refused by name.
-export function configFromGguf(metadata, tensors = {}, arch = ARCHITECTURE) {
+// attnlab.llama's families/llama.py reads it, every count checked first with its words
+// (positive, heads dividing, block_count the blocks present). The page does not stretch
+// rotary frequencies: a file that asks for it is refused by name. With the tensors'
+// names given (the page's engine), every tensor the config implies is checked present
+// with its shape, none unused, and the token list no longer than the embedding.
+export function configFromGguf(metadata, tensors = {}, arch = ARCHITECTURE, fields = {}) {
   const scaling = metadata[`${arch}.rope.scaling.type`];
   if (scaling !== undefined && scaling !== "none") {
     throw new RangeError(`${arch}.rope.scaling.type must be "none" here (the page does not scale rotary frequencies); got ${JSON.stringify(scaling)}`);
   }
-  const key = (name) => {
-    const value = metadata[`${arch}.${name}`];
-    if (value === undefined) throw new RangeError(`the GGUF's metadata has no ${arch}.${name}`);
+  const key = (name, fallback) => {
+    const value = metadata[`${arch}.${name}`] ?? fallback;
+    if (value === undefined) throw new RangeError(`the GGUF file lacks the metadata key '${arch}.${name}'`);
     return value;
   };
-  const numHeads = key("attention.head_count");
-  const dModel = key("embedding_length");
-  const headDim = metadata[`${arch}.rope.dimension_count`] ?? metadata[`${arch}.attention.key_length`] ?? dModel / numHeads;
-  return new LlamaConfig({
+  const count = (name, fallback) => {
+    const value = key(name, fallback);
+    if (!Number.isInteger(value) || value < 1) throw new RangeError(`the GGUF's ${arch}.${name} must be a positive int; got ${repr(value)}`);
+    return value;
+  };
+  const number = (name, fallback) => {
+    const value = key(name, fallback);
+    if (typeof value !== "number" || !(value > 0)) throw new RangeError(`the GGUF's ${arch}.${name} must be a number > 0; got ${repr(value)}`);
+    if (!Number.isFinite(value)) throw new RangeError(`the GGUF's ${arch}.${name} must be finite; got ${repr(value)}`);
+    return value;
+  };
+  const numLayers = count("block_count");
+  const blocks = new Set(Object.keys(tensors).filter((name) => name.startsWith("blk.")).map((name) => name.split(".")[1]));
+  if (numLayers !== blocks.size) {
+    throw new RangeError(`the GGUF's ${arch}.block_count is ${numLayers}, but the file holds tensors of ${blocks.size} block(s)`);
+  }
+  const dModel = count("embedding_length");
+  const numHeads = count("attention.head_count");
+  const numKvHeads = count("attention.head_count_kv", numHeads);
+  if (numHeads % numKvHeads) {
+    throw new RangeError(`the GGUF's ${arch}.attention.head_count (${numHeads}) must be a multiple of ${arch}.attention.head_count_kv (${numKvHeads})`);
+  }
+  const widths = [`${arch}.attention.key_length`, `${arch}.rope.dimension_count`];
+  if (dModel % numHeads && !widths.some((width) => width in metadata)) {
+    throw new RangeError(`the GGUF's ${arch}.embedding_length (${dModel}) must be a multiple of ${arch}.attention.head_count (${numHeads}) when the file states no head width`);
+  }
+  const headDim = count("attention.key_length", count("rope.dimension_count", Math.floor(dModel / numHeads)));
+  if (headDim % 2) throw new RangeError(`the GGUF's head width must be even (rotary pairs); got ${headDim}`);
+  const config = new LlamaConfig({
     // the embedding's rows, as attnlab.llama reads it (a token list may be shorter)
-    vocab_size: metadata[`${arch}.vocab_size`] ?? tensors["token_embd.weight"]?.rows ?? metadata["tokenizer.ggml.tokens"].length,
+    vocab_size: count("vocab_size", tensors["token_embd.weight"]?.rows ?? metadata["tokenizer.ggml.tokens"]?.length),
     d_model: dModel,
-    num_layers: key("block_count"),
+    num_layers: numLayers,
     num_heads: numHeads,
-    num_kv_heads: metadata[`${arch}.attention.head_count_kv`] ?? numHeads,
+    num_kv_heads: numKvHeads,
     head_dim: headDim,
-    ffn_dim: key("feed_forward_length"),
-    rope_theta: metadata[`${arch}.rope.freq_base`] ?? 10000.0,
-    rms_eps: key("attention.layer_norm_rms_epsilon"),
-    context_length: key("context_length"),
+    ffn_dim: count("feed_forward_length"),
+    rope_theta: number("rope.freq_base", 10000.0),
+    rms_eps: number("attention.layer_norm_rms_epsilon"),
+    context_length: count("context_length"),
     bos_token_id: metadata["tokenizer.ggml.bos_token_id"],
     eos_token_id: metadata["tokenizer.ggml.eos_token_id"],
     architecture: arch,
     tie_word_embeddings: !tensors["output.weight"],
+    ...fields,
   });
+  if (Object.keys(tensors).length) checkTensors(metadata, tensors, config);
+  return config;
+}
+
+// Every tensor name the config implies -> its shape (outermost first), in
+// attnlab.llama's order: attnlab.llama.LlamaModel's parameters under GGUF's names.
+export function expectedShapes(c) {
+  const V = c.vocab_size, d = c.d_model, H = c.num_heads, Hkv = c.num_kv_heads, D = c.head_dim, F = c.ffn_dim;
+  const shapes = { "token_embd.weight": [V, d], "output_norm.weight": [d] };
+  if (!c.tie_word_embeddings) shapes["output.weight"] = [V, d];
+  for (let l = 0; l < c.num_layers; l++) {
+    const layer = {
+      attn_norm: [d], attn_q: [H * D, d], attn_k: [Hkv * D, d], attn_v: [Hkv * D, d], attn_output: [d, H * D],
+      ffn_norm: [d], ffn_gate: [F, d], ffn_up: [F, d], ffn_down: [d, F],
+    };
+    for (const [part, shape] of Object.entries(layer)) shapes[`blk.${l}.${part}.weight`] = shape;
+    if (c.attention_bias) for (const [n, w] of [["q", H], ["k", Hkv], ["v", Hkv]]) shapes[`blk.${l}.attn_${n}.bias`] = [w * D];
+    if (c.qk_norm) for (const n of ["q", "k"]) shapes[`blk.${l}.attn_${n}_norm.weight`] = [D];
+  }
+  return shapes;
+}
+
+// attnlab.llama's checks of a file's tensors against its config, with its words.
+function checkTensors(metadata, tensors, config) {
+  const c = config;
+  const tokens = metadata["tokenizer.ggml.tokens"];
+  if (Array.isArray(tokens) && tokens.length > c.vocab_size) {
+    throw new RangeError(`the GGUF's tokenizer.ggml.tokens holds ${tokens.length} tokens, more than the model's vocabulary of ${c.vocab_size} (the embedding's rows)`);
+  }
+  const shapes = expectedShapes(c);
+  const missing = Object.keys(shapes).filter((name) => !(name in tensors));
+  if (missing.length) {
+    throw new RangeError(`the GGUF file lacks ${missing.length} tensor(s) of the ${c.architecture} family, e.g. '${missing[0]}'`);
+  }
+  const extra = Object.keys(tensors).filter((name) => !(name in shapes) && name !== "rope_freqs.weight").sort();
+  if (extra.length) {
+    throw new RangeError(`the GGUF file has tensor(s) the ${c.architecture} family does not use, e.g. '${extra[0]}'`);
+  }
+  shapes["rope_freqs.weight"] = [c.head_dim / 2];
+  for (const [name, wanted] of Object.entries(shapes)) {
+    const got = tensors[name] ? [...tensors[name].dims].reverse() : wanted;
+    if (got.join() !== wanted.join()) {
+      throw new RangeError(`the GGUF file's tensor '${name}' has shape ${shapeText(got)}; the file's ${c.architecture}.* keys imply ${shapeText(wanted)}`);
+    }
+  }
 }
 
 // attnlab.llama.unpermute_rotary_rows as an index: our row r of a head is GGUF row
@@ -112,6 +188,7 @@ export function partsFromGguf(tensors, config) {
 // (null: stored as they are). The Llama layout every family shares.
 export function readParts(tensors, config, rotaryRows) {
   const c = config;
+  for (const found of Object.values(tensors)) checkFinite(found); // NaN or infinity: refused by name
   const weight = (name, rowOrder = null) => ({ tensor: tensor(tensors, name), rowOrder });
   const layers = [];
   for (let l = 0; l < c.num_layers; l++) {

@@ -8,7 +8,7 @@ export const ARCHITECTURE = "qwen2";
 
 // The config from the `qwen2.*` keys: Llama's reading, with the biases.
 export function configFromGguf(metadata, tensors = {}) {
-  return new LlamaConfig({ ...llamaConfig(metadata, tensors, ARCHITECTURE), attention_bias: true });
+  return llamaConfig(metadata, tensors, ARCHITECTURE, { attention_bias: true });
 }
 
 // Llama's parts with the rows as stored and each layer's q/k/v biases (float32).

@@ -9,7 +9,7 @@ export const ARCHITECTURE = "qwen3";
 
 // The config from the `qwen3.*` keys: Llama's reading, with the norms.
 export function configFromGguf(metadata, tensors = {}) {
-  return new LlamaConfig({ ...llamaConfig(metadata, tensors, ARCHITECTURE), qk_norm: true });
+  return llamaConfig(metadata, tensors, ARCHITECTURE, { qk_norm: true });
 }
 
 // Llama's parts with the rows as stored and each layer's q/k norms (float32).
