@@ -7,6 +7,8 @@ colours of ``hooks/diagrams.py``, drawn from the package's real tensors.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import diagrams
 import torch
 from figure_kit import journey_self_attention, matrix_style, seeded
@@ -33,6 +35,26 @@ def sinusoidal_positions(num_tokens: int, dim: int) -> torch.Tensor:
 def permutation_equivariance() -> Figure:
     """SelfAttentionV2 (seed 789) on the sentence, reversed, and reversed with positions."""
     module = journey_self_attention()
+    return _permutation_panels(module, decimals=3)
+
+
+def attend(x: torch.Tensor) -> torch.Tensor:
+    """Page one's attention for every word at once, no learned weights: ``(T, d) -> (T, d)``."""
+    return torch.softmax(x @ x.transpose(0, 1), dim=1) @ x
+
+
+@figure("permutation-equivariance-start", diagram=True)
+def permutation_equivariance_start() -> Figure:
+    """The first pass's version: page one's attention, whose six output rows differ visibly.
+
+    The seeded head's outputs (``permutation-equivariance``) are nearly equal rows, so
+    that their reversal cannot be seen.
+    """
+    return _permutation_panels(attend, decimals=2)
+
+
+def _permutation_panels(module: Callable[[torch.Tensor], torch.Tensor], decimals: int) -> Figure:
+    """``module`` on the sentence, on its reversal, and on its reversal with positions."""
     sentence = examples.your_journey()
     inputs = sentence.inputs  # (6, 3)
     words = list(sentence.words)
@@ -49,9 +71,11 @@ def permutation_equivariance() -> Figure:
     for p, (title, x, labels) in enumerate(panels):
         left = 1.6 + p * 7.6
         with torch.no_grad():
-            out = module(x)  # (6, 2)
+            out = module(x)  # (6, 2) for the head, (6, 3) for page one's attention
         top = grid(ax, x, (left, 8.2), role="input", row_labels=labels, title=title)
-        bottom = grid(ax, out, (left + 0.7, 0), role="output", decimals=3, row_labels=labels)
+        shift = 0.75 * (x.shape[1] - out.shape[1])  # centre a narrower output under the input
+        bottom = grid(ax, out, (left + shift, 0), role="output", decimals=decimals,
+                      row_labels=labels)  # fmt: skip
         diagrams.arrow(ax, top.bottom_mid, (top.bottom_mid[0], bottom.top + 0.1))
         diagrams.label(ax, (top.bottom_mid[0] + 0.3, 6.4), "attention", ha="left", fontsize="small")
         drawn += [top, bottom]

@@ -14,12 +14,13 @@ from typing import NamedTuple
 
 import diagrams
 import torch
+from figure_kit import matrix_style
 from figure_registry import figure
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 import attnlab
-from attnlab import plot
+from attnlab import examples, plot
 
 #: The first pass's sentence (Alammar's, from "The Illustrated Transformer").
 SENTENCE = "The animal didn't cross the street because it was too tired."
@@ -129,11 +130,40 @@ def three_heads() -> Figure:
     return fig
 
 
+@figure("attention-flow-words", diagram=True)
+def attention_flow_words() -> Figure:
+    """``attention-flow`` in words, for page one: journey · every input → softmax → mix.
+
+    The deeper track's ``attention-flow`` labels the same numbers with the book's
+    symbols (x⁽²⁾, α₂ⱼ, z⁽²⁾), which the first pass never defines.
+    """
+    words, inputs = examples.your_journey()
+    query = inputs[1]  # (3,) "journey"
+    scores = inputs @ query  # (T,)
+    weights = attnlab.softmax(scores)  # (T,)
+    context = weights @ inputs  # (3,)
+    fig, ax = diagrams.canvas(6.0, 3.7)
+    T = len(words)
+    grid = matrix_style((1.3, 1.0))
+    x_in = grid(ax, inputs, (0, 0), role="keys", row_labels=list(words), title="inputs")
+    q = grid(ax, query.unsqueeze(0), (0, T + 1.6), role="queries", title="journey")
+    s = grid(ax, scores.unsqueeze(-1), (6.0, 0), role="weights", title="scores")
+    w = grid(ax, weights.unsqueeze(-1), (9.6, 0), role="weights", title="weights")
+    z = grid(ax, context.unsqueeze(0), (13.0, 4.0), role="output", title="context")
+    diagrams.arrow(ax, x_in.right_mid, s.left_mid, "dot")
+    diagrams.arrow(ax, q.right_mid, (s.left + 0.6, s.top + 0.9), rad=-0.2)
+    diagrams.arrow(ax, s.right_mid, w.left_mid, "softmax")
+    diagrams.arrow(ax, w.right_mid, z.bottom_mid, rad=0.3)
+    diagrams.label(ax, (15.0, 2.2), "sum of\nweight × input", fontsize="medium")
+    diagrams.fit(ax, x_in, q, s, w, z, diagrams.Bounds(-2.0, 0, 17.0, T + 3.4))
+    return fig
+
+
 # The library picture: four books, their catalogue cards, and one question.
 SHELF = ("cats", "dogs", "soup", "stars")
 #: Each card's topic vector over (animals, cats, cooking); the query asks for cats.
 CARDS = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
-QUESTION = torch.tensor([2.0, 2.0, 0.0])
+QUESTION = torch.tensor([2.2, 2.0, 0.0])  # weights 0.86, 0.12, 0.01, 0.01: they add to 1
 
 
 def library_weights() -> torch.Tensor:
@@ -190,5 +220,7 @@ def layer_heads() -> Figure:
             title=f"head {head}" + (f": {roles[head]}" if head in roles else ""),
             xlabel="", ylabel="",
         )  # fmt: skip
+        if last_row:  # at 45 degrees the 13 words overlap on a phone: stand them upright
+            ax.set_xticks(range(len(read.words)), read.words, rotation=90, ha="center")
     fig.colorbar(axes[0, 0].images[0], ax=axes, shrink=0.5, label="weight")
     return fig

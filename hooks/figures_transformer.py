@@ -427,15 +427,18 @@ def mask_polarity() -> Figure:
     return seeded(123, build)
 
 
-@figure("view-transpose", diagram=True)
-def view_transpose() -> Figure:
-    """Twelve numbers, (B, T, d_out) = (1, 3, 4), split into two heads: view, then transpose."""
+def _view_transpose(first: int) -> Figure:
+    """Twelve numbers, (B, T, d_out) = (1, 3, 4), split into two heads: view, then transpose.
+
+    Tokens and heads are numbered from ``first``: 1 on the deeper track, 0 (as the code
+    indexes them) on the first pass.
+    """
     x = torch.arange(12.0).view(1, 3, 4)  # (B, T, d_out)
     split = x.view(1, 3, 2, 2)  # (B, T, H, D): per token, one row per head
     heads = split.transpose(1, 2)  # (B, H, T, D): per head, one row per token
     fig, ax = diagrams.canvas(8.0, 4.4)
     grid = matrix_style((1.0, 0.8), decimals=0, fontsize="large")
-    tokens, names = ["t1", "t2", "t3"], ["h1", "h2"]
+    tokens, names = [f"t{first + t}" for t in range(3)], [f"h{first + h}" for h in range(2)]
     x_box = grid(ax, x[0], (1.0, 4.2), role="queries", title="x (1, 3, 4)", row_labels=tokens)
     per_token = [
         grid(ax, split[0, t], (8.0 + 3.4 * t, 4.6), role="queries", title=tokens[t],
@@ -443,20 +446,33 @@ def view_transpose() -> Figure:
         for t in range(3)
     ]  # fmt: skip
     per_head = [
-        grid(ax, heads[0, h], (9.0 + 4.4 * h, 0.0), role="queries", title=f"head {h + 1}",
-             row_labels=tokens)
+        grid(ax, heads[0, h], (9.0 + 4.4 * h, 0.0), role="queries",
+             title=f"head {first + h}", row_labels=tokens)
         for h in range(2)
     ]  # fmt: skip
     diagrams.arrow(ax, x_box.right_mid, (per_token[0].left - 0.9, per_token[0].bottom + 0.8))
     diagrams.label(ax, (11.4, 7.6), "view: (1, 3, 2, 2) = (B, T, H, D)", fontsize="medium")
-    diagrams.arrow(ax, per_token[1].bottom_mid, (per_token[1].left + 1.0, per_head[0].top + 0.9))
+    for block in per_token:  # every token gives each head its row
+        diagrams.arrow(ax, block.bottom_mid, (block.left + 1.0, per_head[0].top + 0.9))
     diagrams.label(
-        ax, (4.2, 1.2), "transpose(1, 2):\n(1, 2, 3, 2)\n= (B, H, T, D)", fontsize="medium"
+        ax, (4.6, 3.0), "transpose(1, 2):\n(1, 2, 3, 2) = (B, H, T, D)", fontsize="medium"
     )
     diagrams.fit(
         ax, x_box, *per_token, *per_head, diagrams.Bounds(-0.2, -0.2, 16.0, 8.0), margin=0.3
     )
     return fig
+
+
+@figure("view-transpose", diagram=True)
+def view_transpose() -> Figure:
+    """The deeper track's view and transpose, tokens and heads numbered from 1."""
+    return _view_transpose(first=1)
+
+
+@figure("view-transpose-start", diagram=True)
+def view_transpose_start() -> Figure:
+    """The first pass's view and transpose, tokens and heads numbered from 0 as in code."""
+    return _view_transpose(first=0)
 
 
 @figure("stacked-projection", diagram=True)

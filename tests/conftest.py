@@ -161,6 +161,7 @@ SHARED_WORK = {
     # `attnlab.llama.load_smollm2()` loads once per process (tests/llama mark themselves).
     "smollm2": {
         "docs/start/what-attention-does.md",
+        "docs/start/self-attention.md",
         "docs/llm/real-llm.md",
         "docs/llm/trained-attention.md",
         "docs/walkthrough/where-next.md",

@@ -139,7 +139,8 @@ def register_kernel(name: str, kernel: AttentionKernel) -> None:
     Args:
         name: The backend's name, a non-empty string.
         kernel: ``kernel(query, key, value, call) -> output`` with the semantics of
-            PyTorch's SDPA, given arguments already checked.
+            PyTorch's SDPA, given arguments already checked; it adds ``call.sinks``
+            when set (or refuses them by name, never drops them).
     """
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be a non-empty str; got {name!r}")

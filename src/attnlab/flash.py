@@ -17,8 +17,7 @@ one block of scores at a time:
    row's log-sum-exp.
 
 An attention sink (gpt-oss: one logit ``s_h`` per head) is one more term of the running
-sum: a key whose value is zero, visited first, so each row starts from ``m = s_h`` and
-``l = exp(s_h - m) = 1`` instead of ``-inf`` and ``0``; ``acc`` starts at zero all the same.
+sum, a key of value zero visited first: each row starts at ``m = s_h``, ``l = 1``.
 
 With ``is_causal=True``, key blocks that lie entirely after a query block's last row
 are never computed at all (they would only be masked away). With ``window=W`` (a causal
@@ -136,12 +135,10 @@ def flash_attention(
         enable_gqa: Grouped-query attention, as PyTorch's: key and value have ``Hkv``
             heads at dim ``-3`` and query head ``h`` uses head ``h // (Hq // Hkv)``.
         sinks: Optional attention sinks ``(H,)``, one logit per query head (heads at
-            dim ``-3``), as in ``scaled_dot_product_attention``: each row's running sum
-            starts at the sink's term.
+            dim ``-3``): each row's running sum starts at the sink's term.
 
     Returns:
-        ``FlashOutput(output, lse)``: the log-sum-exp comes free with the output (with
-        sinks, the sink's term included).
+        ``FlashOutput(output, lse)``: the log-sum-exp (the sinks' terms in it) comes free.
 
     Raises:
         TypeError: A non-tensor, a non-floating or mismatched dtype, a bad mask dtype,
@@ -282,12 +279,8 @@ def flash_with_lse(
         by_group = sinks.to(compute).expand(*batch).reshape(-1, 1, group)  # (n, 1, group)
         sink_rows = by_group.expand(-1, L, group).reshape(-1, L * group, 1)
     call = FlashCall(q, k, v, rule, scale, *block_size, sinks=sink_rows)
-    needs_grad = torch.is_grad_enabled() and (
-        query.requires_grad
-        or key.requires_grad
-        or value.requires_grad
-        or (sinks is not None and sinks.requires_grad)
-    )
+    leaves = (query, key, value) if sinks is None else (query, key, value, sinks)
+    needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in leaves)
     output, lse = _run_path(call, dropout_p, needs_grad)
     # (n, L * group, Ev) -> (n, L, group, Ev) -> (n, group, L, Ev) -> (N, ..., L, Ev)
     n, Ev = output.shape[0], output.shape[-1]
@@ -364,13 +357,8 @@ class _FlashAttentionFunction(torch.autograd.Function):
         ctx: Any, q: Tensor, k: Tensor, v: Tensor, call: FlashCall
     ) -> tuple[Tensor, Tensor]:
         call = replace(call, q=q, k=k, v=v)
-        rule = call.rule
-        if (
-            rule.mask is None
-            and rule.window is None
-            and call.sinks is None
-            and not torch.compiler.is_compiling()
-        ):
+        plain = call.rule.mask is None and call.rule.window is None and call.sinks is None
+        if plain and not torch.compiler.is_compiling():
             output, lse = _flash_fast(call)
         else:
             output, lse = _flash_rescaling(call, 0.0)

@@ -169,7 +169,7 @@ OPEN_MODEL_LAYOUTS: dict[str, ModelLayout] = {
             source="transformers 5.25 Olmo3Config defaults (allenai/Olmo-3-7B-Instruct)",
         ),
         ModelLayout(
-            "Qwen3.5 9B",
+            "Qwen3.5 (9B style)",
             _every_nth(4, 32, "linear_attention"),
             4,
             256,

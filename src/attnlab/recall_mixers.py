@@ -13,7 +13,10 @@ model is a list of layers named as transformers names them (``layer_types``):
 [`MIXERS`][attnlab.recall_mixers.MIXERS] holds the three stacks the chapter compares:
 all softmax, all Gated DeltaNet, and three Gated DeltaNet layers then one full-attention
 layer (Qwen3-Next's 3:1 pattern). Each layer is a pre-norm residual block, no feed-forward.
-Shapes: ``B`` sequences, ``P`` pairs, ``T = P + 1`` tokens, ``V`` values.
+Two choices differ from Qwen's layer: the short convolution has one tap by default (with
+one-token pairs, more taps blend each key with its neighbours), and the decay starts as
+flash-linear-attention initialises it (``softplus(dt_bias)`` log-uniform in
+``[0.001, 0.1]``). Shapes: ``B`` sequences, ``P`` pairs, ``T = P + 1`` tokens, ``V`` values.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ._validation import check_positive_int, check_seed, check_str
+from ._validation import check_number, check_positive_int, check_seed, check_str
 from .gated_deltanet import GatedDeltaNet
 from .multihead import MultiHeadAttention
 from .recall import RecallBatch, RecallTask, make_batch
@@ -60,7 +63,8 @@ class MixerConfig:
     """The sizes of a recall stack, and its ``layer_types`` (one entry per layer).
 
     Every layer has ``num_heads`` heads of ``d_model // num_heads``; a Gated DeltaNet
-    layer's state is ``num_heads`` matrices of that size squared.
+    layer's state is ``num_heads`` matrices of that size squared. ``conv_kernel_size`` and
+    ``chunk_size`` are the Gated DeltaNet layers' convolution taps and delta-rule chunk.
     """
 
     layer_types: tuple[str, ...] = MIXERS["hybrid"]
@@ -128,6 +132,13 @@ class RecallStack(nn.Module):
     [`RecallModel`][attnlab.recall.RecallModel]); the question is
     ``key_embedding[q] + query_marker``, the marker telling it from a pair with no value.
     Each layer adds ``mixer(norm(x))`` to ``x``; the last token, normed, gives the logits.
+
+    Args:
+        task: The recall task's sizes (``num_keys`` and ``num_values`` set the tables).
+        config: The layers and their sizes.
+
+    Shape:
+        ``model(batch)``: ``(B, V)`` logits for a batch of ``B`` sequences of ``P`` pairs.
     """
 
     def __init__(self, task: RecallTask, config: MixerConfig) -> None:
@@ -187,15 +198,27 @@ def train_stack(
 ) -> list[float]:
     """Train ``model`` in place with Adam; each step's batch has one number of pairs.
 
-    That number is drawn uniformly from ``pairs = (low, high)``, so one model learns every
-    length it is measured on. Same seed, same data. Returns the loss after each step.
+    Args:
+        model: The stack, trained in place and left in eval mode.
+        pairs: ``(low, high)``: each batch's number of pairs is drawn uniformly from it,
+            so one model learns every length it is measured on.
+        steps: Optimiser steps, one fresh batch each.
+        batch_size: Sequences per batch.
+        lr: Adam's learning rate.
+        seed: Seeds the data (same seed, same batches).
+
+    Returns:
+        The loss after each step.
     """
+    if not isinstance(pairs, tuple) or len(pairs) != 2:
+        raise ValueError(f"pairs must be a tuple (low, high); got {pairs!r}")
     low, high = (check_positive_int(f"pairs[{i}]", p) for i, p in enumerate(pairs))
     if low > high:
         raise ValueError(f"pairs must be (low, high) with low <= high; got {pairs}")
     _task_with(model.task, high)
     check_positive_int("steps", steps)
     check_positive_int("batch_size", batch_size)
+    check_number("lr", lr, above=0.0)
     generator = torch.Generator().manual_seed(check_seed("seed", seed))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()
@@ -219,7 +242,7 @@ def recall_accuracy(model: RecallStack, pairs: int, size: int = 1000, seed: int 
     task = _task_with(model.task, check_positive_int("pairs", pairs))
     generator = torch.Generator().manual_seed(check_seed("seed", seed))
     batch = make_batch(task, check_positive_int("size", size), generator)
-    return (model(batch).argmax(dim=-1) == batch.target).float().mean().item()
+    return float((model(batch).argmax(dim=-1) == batch.target).float().mean())
 
 
 def trained_stack(
@@ -233,7 +256,9 @@ def trained_stack(
 ) -> tuple[RecallStack, list[float]]:
     """``MIXERS[name]``'s stack (``config``'s sizes), seeded by ``seed`` and trained.
 
-    ``seed`` seeds the initial weights and the training data alike.
+    ``seed`` seeds the initial weights and the training data alike; the other arguments
+    are [`train_stack`][attnlab.recall_mixers.train_stack]'s. Returns the model and its
+    losses.
     """
     if check_str("name", name) not in MIXERS:
         raise ValueError(f"name must be one of {', '.join(MIXERS)}; got {name!r}")
@@ -261,6 +286,8 @@ def recall_sweep(
     """
     if not measured:
         raise ValueError("measured must name at least one number of pairs; got ()")
+    for count in measured:  # every count checked before any training
+        _task_with(task, check_positive_int("measured entries", count))
     rows = []
     for name in MIXERS:
         start = time.perf_counter()

@@ -384,9 +384,10 @@ def test_live_open_reads_a_file_and_refuses_others_by_name(live_tab: Any) -> Non
     """open(ArrayBuffer) loads a GGUF; a non-GGUF, a cut file or a string is refused by name,
     and the model in use keeps working."""
     results = live_tab.evaluate(OPEN_JS)
-    assert results["notGguf"].startswith("TypeError: GGUF: not a GGUF file"), results
+    assert results["notGguf"].startswith("TypeError: the file is not a GGUF file"), results
     assert (
-        results["truncated"].startswith("RangeError: GGUF:") and "truncated" in results["truncated"]
+        results["truncated"].startswith("RangeError: the GGUF file")
+        and "truncated" in results["truncated"]
     )
     assert results["notAFile"].startswith("TypeError: file must be a File or an ArrayBuffer")
     assert results["ids"] == results["idsAfter"] == [19556, 905]

@@ -58,5 +58,5 @@ for (const ref of reference.cases) {
 }
 
 test("another architecture is refused by name", () => {
-  assert.throws(() => familyOf({ "general.architecture": "gemma2" }), /general.architecture must be one of .*qwen2.*got "gemma2"/);
+  assert.throws(() => familyOf({ "general.architecture": "gemma2" }), /general.architecture must be one of .*qwen2.*got 'gemma2'/);
 });

@@ -36,7 +36,7 @@ function randomArray(n, seed) {
 const far = (x, y) => Math.max(...Array.from(x, (v, i) => Math.abs(v - y[i])));
 
 test("the llama family reads SmolLM2's config from the GGUF, as attnlab.llama.read_gguf", () => {
-  const config = llama.configFromGguf(file.metadata);
+  const config = llama.configFromGguf(file.metadata, file.tensors);
   for (const [name, value] of Object.entries(reference.config)) {
     assert.ok(Math.abs(config[name] - value) <= 1e-12 * Math.abs(value), `${name}: ${config[name]} vs ${value}`);
   }
@@ -47,7 +47,7 @@ test("the llama family reads SmolLM2's config from the GGUF, as attnlab.llama.re
 test("families are chosen by general.architecture; another is refused by name", () => {
   assert.equal(families.familyOf({ "general.architecture": "llama" }).architecture, "llama");
   assert.throws(() => families.familyOf({ "general.architecture": "mamba" }),
-    (e) => e instanceof RangeError && /general\.architecture must be one of llama, qwen2, qwen3; got "mamba"/.test(e.message));
+    (e) => e instanceof RangeError && /general\.architecture must be one of llama, qwen2, qwen3; got 'mamba'/.test(e.message));
   assert.throws(() => new llama.LlamaConfig({ layers: 3 }), /LlamaConfig has no field "layers"/);
 });
 

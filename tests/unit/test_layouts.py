@@ -59,7 +59,7 @@ def test_the_published_patterns() -> None:
         "gpt-oss-20b": (12, 24),
         "SmolLM3-3B": (36, 36),
         "Olmo 3 7B": (8, 32),
-        "Qwen3.5 9B": (8, 32),
+        "Qwen3.5 (9B style)": (8, 32),
         "Qwen3-Next 80B-A3B": (12, 48),
     }
     gpt_oss = OPEN_MODEL_LAYOUTS["gpt-oss-20b"].layer_types
@@ -78,7 +78,7 @@ def test_layouts_agree_with_transformers_configs_of_the_same_checkpoints() -> No
     transformers = pytest.importorskip("transformers")
     for name, config in [
         ("Qwen3-Next 80B-A3B", transformers.Qwen3NextConfig()),
-        ("Qwen3.5 9B", transformers.Qwen3_5TextConfig()),
+        ("Qwen3.5 (9B style)", transformers.Qwen3_5TextConfig()),
         ("Olmo 3 7B", transformers.Olmo3Config()),
         ("SmolLM3-3B", transformers.SmolLM3Config()),
     ]:
@@ -93,7 +93,7 @@ def test_layouts_agree_with_transformers_configs_of_the_same_checkpoints() -> No
     smol = transformers.SmolLM3Config()
     assert tuple(bool(r) for r in smol.no_rope_layers) == OPEN_MODEL_LAYOUTS["SmolLM3-3B"].rotary
     qwen = transformers.Qwen3_5TextConfig()
-    assert OPEN_MODEL_LAYOUTS["Qwen3.5 9B"].linear == LinearStateSizes(
+    assert OPEN_MODEL_LAYOUTS["Qwen3.5 (9B style)"].linear == LinearStateSizes(
         qwen.linear_num_key_heads,
         qwen.linear_num_value_heads,
         qwen.linear_key_head_dim,

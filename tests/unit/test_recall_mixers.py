@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -57,15 +59,29 @@ def test_the_answer_depends_on_no_token_after_the_question() -> None:
     assert not torch.allclose(model(batch), model(changed))
 
 
-def test_training_is_seeded_and_lowers_the_loss() -> None:
-    """Same seed, same weights and losses; 60 steps on two pairs beat the first loss."""
-    runs = [rm.trained_stack("gated_deltanet", TASK, (2, 3), 60, seed=5, config=TINY) for _ in "ab"]
+def test_training_is_seeded_and_changes_the_weights() -> None:
+    """Same seed, same weights and losses; training moves the weights away from the start."""
+    runs = [rm.trained_stack("gated_deltanet", TASK, (2, 3), 4, seed=5, config=TINY) for _ in "ab"]
     (a, losses), (b, again) = runs
-    assert losses == again
+    assert losses == again and len(losses) == 4
     for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True):
         assert torch.equal(x, y)
-    assert sum(losses[-10:]) / 10 < 0.8 * losses[0]
+    with torch.random.fork_rng():
+        torch.manual_seed(5)
+        start = rm.RecallStack(
+            TASK, dataclasses.replace(TINY, layer_types=rm.MIXERS["gated_deltanet"])
+        )
+    assert not torch.equal(start.readout.weight, a.readout.weight)
     assert 0.0 <= rm.recall_accuracy(a, 3, size=50) <= 1.0
+
+
+def test_the_softmax_stack_learns_recall() -> None:
+    """One causal softmax layer learns to answer from four pairs in 100 steps."""
+    torch.manual_seed(0)
+    model = rm.RecallStack(TASK, rm.MixerConfig(("full_attention",), d_model=16, num_heads=2))
+    losses = rm.train_stack(model, (2, 4), steps=100, batch_size=32, lr=1e-2)
+    assert sum(losses[-10:]) / 10 < 0.1 * losses[0]
+    assert rm.recall_accuracy(model, 4, size=200) > 0.9
 
 
 def test_sweep_reports_every_stack_at_every_count() -> None:
@@ -106,7 +122,7 @@ def test_bad_calls_are_refused() -> None:
     )  # some sequences shorter than their 6 slots
     with pytest.raises(ValueError, match="batch must hold real pairs only"):
         model(padded)
-    with pytest.raises(ValueError, match="pairs must be in 1 .. num_keys = 12; got 13"):
+    with pytest.raises(ValueError, match=r"pairs must be in 1 \.\. num_keys = 12; got 13"):
         rm.recall_accuracy(model, 13)
     with pytest.raises(ValueError, match=r"low <= high; got \(4, 3\)"):
         rm.train_stack(model, (4, 3), steps=1)
@@ -116,3 +132,29 @@ def test_bad_calls_are_refused() -> None:
         rm.RecallStack(TASK, {"d_model": 8})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="measured must name at least one"):
         rm.recall_sweep(TASK, (), steps=1)
+    with pytest.raises(ValueError, match=r"pairs must be in 1 \.\. num_keys = 12; got 20"):
+        rm.recall_sweep(TASK, (4, 20), steps=1)
+    with pytest.raises(ValueError, match=r"pairs must be a tuple \(low, high\); got \[2, 3\]"):
+        rm.train_stack(model, [2, 3], steps=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"lr must be a finite number > 0\.0; got 0"):
+        rm.train_stack(model, (2, 3), steps=1, lr=0)
+
+
+def test_recorded_run_is_the_full_one_and_matches_todays_stacks() -> None:
+    """The recorded sweep is the full run; its stacks have the weights today's code builds."""
+    from attnlab.bench import load_results
+    from attnlab.bench.hybrid_recall import HYBRID_RECALL_FULL
+
+    results = load_results("hybrid_recall")
+    assert results["quick"] is False
+    assert results["pairs"] == HYBRID_RECALL_FULL["pairs"]
+    assert {k: results["config"][k] for k in HYBRID_RECALL_FULL} == HYBRID_RECALL_FULL
+    task = RecallTask(HYBRID_RECALL_FULL["num_keys"], HYBRID_RECALL_FULL["num_values"])
+    assert [row["model"] for row in results["rows"]] == list(rm.MIXERS)
+    for row in results["rows"]:
+        config = rm.MixerConfig(rm.MIXERS[row["model"]])
+        weights = sum(p.numel() for p in rm.RecallStack(task, config).parameters())
+        assert row["parameters"] == weights
+        assert row["state_floats"] == config.state_floats()
+        assert len(row["accuracy"]) == len(results["pairs"])
+        assert all(0.0 <= a <= 1.0 for a in row["accuracy"])

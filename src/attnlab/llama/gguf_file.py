@@ -19,6 +19,7 @@ field and its value. The tensors' bytes stay memory-mapped until a family asks f
 from __future__ import annotations
 
 import functools
+import itertools
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +57,9 @@ DEFAULT_ALIGNMENT = 32
 # one-byte value; an empty name, one dimension, type and offset)
 MIN_KV_BYTES = 8 + 4 + 1
 MIN_TENSOR_INFO_BYTES = 8 + 4 + 8 + 4 + 8
+# the most items all metadata arrays may hold together (a real vocabulary, its merges,
+# scores and types: about 1.5 million), which bounds the memory the metadata takes
+MAX_ARRAY_ITEMS = 2**24
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,7 @@ class _Cursor:
         self.data = data
         self.size = int(data.shape[0])
         self.offset = 0
+        self.items = 0  # array items read so far
 
     def left(self) -> int:
         return self.size - self.offset
@@ -132,7 +137,7 @@ class _Cursor:
         if n * item_bytes > self.left():
             raise GGUFError(
                 f"the GGUF file's {what} is {n}, more than the {self.left()} bytes left can "
-                f"hold ({item_bytes} bytes or more each)"
+                f"hold ({item_bytes} bytes or more each): the file is truncated or corrupt"
             )
         return n
 
@@ -165,6 +170,12 @@ class _Cursor:
         fmt = VALUE_TYPES[item_type][1]
         item_bytes = 8 if fmt is None else struct.calcsize(fmt)
         n = self.count(f"array length of {what}", item_bytes)
+        self.items += n
+        if self.items > MAX_ARRAY_ITEMS:
+            raise GGUFError(
+                f"the GGUF file's array length of {what} is {n}, past the {MAX_ARRAY_ITEMS} "
+                f"items the metadata's arrays may hold in all"
+            )
         if fmt is None:  # strings: n is at most the bytes left / 8
             return [self.string(f"{what}[{i}]") for i in range(n)]
         items = np.frombuffer(self.take(n * item_bytes, what), dtype=np.dtype(fmt))
@@ -220,7 +231,8 @@ def open_gguf(path: Path | str) -> GGUFFile:
     if tensor_count * MIN_TENSOR_INFO_BYTES > cursor.left():
         raise GGUFError(
             f"the GGUF file's tensor_count is {tensor_count}, more than the {cursor.left()} "
-            f"bytes left can hold ({MIN_TENSOR_INFO_BYTES} bytes or more each)"
+            f"bytes left can hold ({MIN_TENSOR_INFO_BYTES} bytes or more each): the file is "
+            f"truncated or corrupt"
         )
     metadata: dict[str, Any] = {}
     for k in range(kv_count):
@@ -234,6 +246,13 @@ def open_gguf(path: Path | str) -> GGUFFile:
     checked = {}
     for name, (shape, type_id, offset) in tensors.items():
         checked[name] = _place(name, shape, type_id, offset, data_start, alignment, cursor.size)
+    placed = sorted(checked.values(), key=lambda info: info.start)
+    for before, after in itertools.pairwise(placed):
+        if after.start < before.start + before.nbytes:
+            raise GGUFError(
+                f"the GGUF file's tensors {before.name!r} and {after.name!r} overlap: bytes "
+                f"{before.start} to {before.start + before.nbytes} and {after.start} on"
+            )
     return GGUFFile(path, version, metadata, checked, data)
 
 
@@ -246,7 +265,7 @@ def _alignment(metadata: dict[str, Any]) -> int:
             f"the GGUF file's general.alignment must be a power of two (at most 2**30); "
             f"got {value!r}"
         )
-    return value
+    return int(value)
 
 
 def _tensor_infos(cursor: _Cursor, count: int) -> dict[str, tuple[tuple[int, ...], int, int]]:

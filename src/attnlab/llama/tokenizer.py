@@ -203,7 +203,7 @@ class Tokenizer:
         if model == "llama" and "tokenizer.ggml.scores" not in metadata:
             raise GGUFError("the GGUF's SentencePiece tokenizer lacks tokenizer.ggml.scores")
         pre = get("tokenizer.ggml.pre", "default")
-        if model == "gpt2" and pre not in PRE_TOKENIZERS:
+        if model == "gpt2" and (not isinstance(pre, str) or pre not in PRE_TOKENIZERS):
             raise GGUFError(
                 f"the GGUF's tokenizer.ggml.pre {pre!r} is not a pre-tokeniser attnlab.llama "
                 f"knows ({', '.join(sorted(PRE_TOKENIZERS))})"

@@ -15,6 +15,7 @@ import functools
 import importlib.metadata
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -114,14 +115,16 @@ def _tensor(file: GGUFFile, name: str) -> Tensor:
     from gguf.quants import dequantize
 
     info = file.tensors[name]
-    array = dequantize(file.raw(name), GGMLQuantizationType[info.type_name]).reshape(info.shape)
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN or infinity: refused below
+        array = dequantize(file.raw(name), GGMLQuantizationType[info.type_name])
+    array = array.reshape(info.shape)
     tensor = torch.from_numpy(array if array.flags.writeable else array.copy())
     finite = torch.isfinite(tensor)
     if not bool(finite.all()):
         where = int((~finite).flatten().nonzero()[0])
         raise GGUFError(
-            f"the GGUF file's tensor {name!r} holds NaN or infinity at flat index {where}; "
-            f"weights must be finite (a block scale of a {info.type_name} tensor counts)"
+            f"the GGUF file's tensor {name!r} ({info.type_name}) holds NaN or infinity at flat "
+            f"index {where}; weights must be finite, block scales included"
         )
     return tensor
 

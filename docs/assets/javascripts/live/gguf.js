@@ -41,6 +41,9 @@ const MAX_DIMS = 4; // ggml's GGML_MAX_DIMS
 // the fewest bytes one metadata entry / one tensor entry can take
 const MIN_KV_BYTES = 8 + 4 + 1;
 const MIN_TENSOR_INFO_BYTES = 8 + 4 + 8 + 4 + 8;
+// the most items all metadata arrays may hold together (a real vocabulary, its merges,
+// scores and types: about 1.5 million), which bounds the memory the metadata takes
+const MAX_ARRAY_ITEMS = 2 ** 24;
 
 // A value as Python's repr writes it, for messages worded as attnlab.llama's.
 export function repr(value) {
@@ -69,6 +72,7 @@ class Cursor {
     this.bytes = bytes;
     this.size = bytes.byteLength;
     this.offset = 0;
+    this.items = 0; // array items read so far
     this.decoder = new TextDecoder("utf-8", { fatal: true });
   }
   left() {
@@ -93,7 +97,7 @@ class Cursor {
   count(what, itemBytes) {
     const n = this.u64(what);
     if (n * BigInt(itemBytes) > BigInt(this.left())) {
-      throw refuse(`the GGUF file's ${what} is ${n}, more than the ${this.left()} bytes left can hold (${itemBytes} bytes or more each)`);
+      throw refuse(`the GGUF file's ${what} is ${n}, more than the ${this.left()} bytes left can hold (${itemBytes} bytes or more each): the file is truncated or corrupt`);
     }
     return Number(n);
   }
@@ -136,6 +140,10 @@ class Cursor {
     }
     const itemBytes = itemType === STRING ? 8 : VALUE_BYTES[itemType];
     const n = this.count(`array length of ${what}`, itemBytes); // at most the bytes left
+    this.items += n;
+    if (this.items > MAX_ARRAY_ITEMS) {
+      throw refuse(`the GGUF file's array length of ${what} is ${n}, past the ${MAX_ARRAY_ITEMS} items the metadata's arrays may hold in all`);
+    }
     const items = new Array(n);
     for (let i = 0; i < n; i++) items[i] = this.value(itemType, itemType === STRING ? `${what}[${i}]` : what);
     return items;
@@ -215,7 +223,7 @@ export function readGguf(file) {
   const tensorCount = cursor.u64("tensor_count");
   const kvCount = cursor.count("kv_count", MIN_KV_BYTES);
   if (tensorCount * BigInt(MIN_TENSOR_INFO_BYTES) > BigInt(cursor.left())) {
-    throw refuse(`the GGUF file's tensor_count is ${tensorCount}, more than the ${cursor.left()} bytes left can hold (${MIN_TENSOR_INFO_BYTES} bytes or more each)`);
+    throw refuse(`the GGUF file's tensor_count is ${tensorCount}, more than the ${cursor.left()} bytes left can hold (${MIN_TENSOR_INFO_BYTES} bytes or more each): the file is truncated or corrupt`);
   }
   const metadata = Object.create(null);
   for (let k = 0; k < kvCount; k++) {
@@ -268,6 +276,13 @@ export function readGguf(file) {
     const dims = info.dims.map(Number);
     tensors[info.name] = new Tensor(info.name, dims, info.type, Number(start), Number(byteLength), bytes);
   }
+  const placed = Object.values(tensors).sort((a, b) => a.offset - b.offset);
+  for (let i = 1; i < placed.length; i++) {
+    const [before, after] = [placed[i - 1], placed[i]];
+    if (after.offset < before.offset + before.byteLength) {
+      throw refuse(`the GGUF file's tensors ${repr(before.name)} and ${repr(after.name)} overlap: bytes ${before.offset} to ${before.offset + before.byteLength} and ${after.offset} on`);
+    }
+  }
   return new GgufFile(version, metadata, tensors, bytes);
 }
 
@@ -294,6 +309,6 @@ export function checkFinite(tensor) {
     }
   }
   if (bad >= 0) {
-    throw refuse(`the GGUF file's tensor ${repr(tensor.name)} holds NaN or infinity at flat index ${bad}; weights must be finite (a block scale of a ${tensor.type} tensor counts)`);
+    throw refuse(`the GGUF file's tensor ${repr(tensor.name)} (${tensor.type}) holds NaN or infinity at flat index ${bad}; weights must be finite, block scales included`);
   }
 }

@@ -80,7 +80,7 @@ function describe(value) {
 
 export class Tokenizer {
   constructor({ tokens, merges, specialIds, bosTokenId, eosTokenId, pre = "smollm", chatTemplate = null }) {
-    if (!PRE_TOKENIZERS[pre]) {
+    if (typeof pre !== "string" || !Object.hasOwn(PRE_TOKENIZERS, pre)) {
       throw new RangeError(
         `tokenizer.ggml.pre must be one of ${Object.keys(PRE_TOKENIZERS).join(", ")}; got ${JSON.stringify(pre)}`
       );

@@ -23,9 +23,9 @@ FAMILIES: dict[str, ModuleType] = {m.ARCHITECTURE: m for m in (llama, qwen2, qwe
 
 def family(architecture: object) -> ModuleType:
     """The family module for a file's ``general.architecture``; ValueError if none."""
-    if architecture not in FAMILIES:
+    if not isinstance(architecture, str) or architecture not in FAMILIES:
         raise GGUFError(
-            f"the GGUF file's architecture {architecture!r} is not supported; "
-            f"attnlab.llama reads {', '.join(sorted(FAMILIES))}"
+            f"the GGUF's general.architecture must be one of {', '.join(sorted(FAMILIES))}; "
+            f"got {architecture!r}"
         )
     return FAMILIES[str(architecture)]

@@ -143,7 +143,7 @@ function checkTensors(metadata, tensors, config) {
   if (missing.length) {
     throw new RangeError(`the GGUF file lacks ${missing.length} tensor(s) of the ${c.architecture} family, e.g. '${missing[0]}'`);
   }
-  const extra = Object.keys(tensors).filter((name) => !(name in shapes) && name !== "rope_freqs.weight").sort();
+  const extra = Object.keys(tensors).filter((name) => !Object.hasOwn(shapes, name) && name !== "rope_freqs.weight").sort();
   if (extra.length) {
     throw new RangeError(`the GGUF file has tensor(s) the ${c.architecture} family does not use, e.g. '${extra[0]}'`);
   }
