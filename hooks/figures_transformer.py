@@ -452,10 +452,11 @@ def _view_transpose(first: int) -> Figure:
     ]  # fmt: skip
     diagrams.arrow(ax, x_box.right_mid, (per_token[0].left - 0.9, per_token[0].bottom + 0.8))
     diagrams.label(ax, (11.4, 7.6), "view: (1, 3, 2, 2) = (B, T, H, D)", fontsize="medium")
-    for block in per_token:  # every token gives each head its row
-        diagrams.arrow(ax, block.bottom_mid, (block.left + 1.0, per_head[0].top + 0.9))
+    middle = (per_head[0].right + per_head[1].left) / 2
+    for t, block in enumerate(per_token):  # every token gives each head one of its rows
+        diagrams.arrow(ax, block.bottom_mid, (middle + 0.5 * (t - 1), per_head[0].top + 0.9))
     diagrams.label(
-        ax, (4.6, 3.0), "transpose(1, 2):\n(1, 2, 3, 2) = (B, H, T, D)", fontsize="medium"
+        ax, (5.8, 3.0), "transpose(1, 2):\n(1, 2, 3, 2) = (B, H, T, D)", fontsize="medium"
     )
     diagrams.fit(
         ax, x_box, *per_token, *per_head, diagrams.Bounds(-0.2, -0.2, 16.0, 8.0), margin=0.3

@@ -1,9 +1,10 @@
 """Associative recall with many pairs: softmax attention, Gated DeltaNet and a hybrid.
 
-The task of [`recall`][attnlab.recall] (each pair **one token**, the question last), read
-by a small causal stack instead of one cross-attention: the sequence is ``P`` pair
-tokens then the question token, and the answer is read at the question's position. A
-model is a list of layers named as transformers names them (``layer_types``):
+The task of [`RecallTask`][attnlab.recall.RecallTask] (each pair one token, the question
+last), read by a small causal stack instead of one cross-attention: the sequence is
+``P`` pair tokens then the question token, and the answer is read at the question's
+position. A model is a list of layers named as transformers names them
+(``layer_types``):
 
 * ``"full_attention"``: causal [`MultiHeadAttention`][attnlab.MultiHeadAttention], which
   keeps every past token (a KV cache that grows with ``P``);

@@ -372,6 +372,14 @@ OPEN_JS = """async () => {
     truncated: await refusal(attnlabLive.open(bytes.slice(0, 5000))),
     notAFile: await refusal(attnlabLive.open("model.gguf")),
   };
+  // the first merge "Ġ t" without its space: refused at load, the model in use kept
+  const merges = new Uint8Array(bytes.slice(0));
+  const key = new TextEncoder().encode("tokenizer.ggml.merges");
+  let at = merges.findIndex((_, i) => key.every((b, j) => merges[i + j] === b));
+  at += key.length + 4 + 4 + 8 + 8 + 2;  // value type, item type, count, length, "Ġ"
+  results.spaceAt = merges[at];
+  merges[at] = 0x7a;
+  results.badMerge = await refusal(attnlabLive.open(merges.buffer));
   results.ids = await attnlabLive.encode("Hello world");  // the model in use still works
   const info = await attnlabLive.open(bytes);  // the same file, as the reader's own
   results.opened = [info.architecture, info.num_layers, info.bytes];
@@ -381,7 +389,7 @@ OPEN_JS = """async () => {
 
 
 def test_live_open_reads_a_file_and_refuses_others_by_name(live_tab: Any) -> None:
-    """open(ArrayBuffer) loads a GGUF; a non-GGUF, a cut file or a string is refused by name,
+    """open(ArrayBuffer) loads a GGUF; a non-GGUF, a cut file, a bad merge or a string is refused,
     and the model in use keeps working."""
     results = live_tab.evaluate(OPEN_JS)
     assert results["notGguf"].startswith("TypeError: the file is not a GGUF file"), results
@@ -390,6 +398,8 @@ def test_live_open_reads_a_file_and_refuses_others_by_name(live_tab: Any) -> Non
         and "truncated" in results["truncated"]
     )
     assert results["notAFile"].startswith("TypeError: file must be a File or an ArrayBuffer")
+    assert results["spaceAt"] == 0x20
+    assert results["badMerge"].startswith("RangeError: the GGUF's tokenizer.ggml.merges[0]")
     assert results["ids"] == results["idsAfter"] == [19556, 905]
     assert results["opened"] == ["llama", 30, 98_362_432]
 

@@ -111,6 +111,9 @@ class Layout:
         layout.data = raw[start:]
         return layout
 
+    def __repr__(self) -> str:
+        return f"Layout({len(self.kvs)} keys, {len(self.tensors)} tensors)"
+
     def build(self, tensor_count: int | None = None, kv_count: int | None = None) -> bytes:
         tensors = len(self.tensors) if tensor_count is None else tensor_count
         kvs = len(self.kvs) if kv_count is None else kv_count
@@ -433,6 +436,7 @@ VARIANTS: dict[str, tuple[Edit, str]] = {
 for _section in ("header", "metadata", "tensor infos", "padding"):
     VARIANTS[f"cut after the {_section}"] = (cut(_section), "truncated")
 VARIANTS["cut inside the first key"] = (cut("header", 10), "truncated")
+VARIANTS["cut inside the data"] = (cut("padding", 100_000), "truncated: tensor '.*' needs bytes")
 VARIANTS["cut one byte short"] = (lambda b: b.build()[:-1], "truncated: tensor '.*' needs bytes")
 
 

@@ -37,7 +37,7 @@ pytest.importorskip("gguf", reason="the llm extra is not installed")
 from attnlab.llama import GGUFError, load_gguf
 
 IDS = torch.tensor([3, 17, 40, 5, 63, 21])
-SECONDS = 5.0  # the most one variant may take in either reader
+SECONDS = 10.0  # the most one variant may take in either reader (a loaded 2-core machine)
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def python_outcome(path: Path) -> tuple[str, Any, float]:
 
     started = time.perf_counter()
     signal.signal(signal.SIGALRM, stop)
-    signal.alarm(int(SECONDS * 4))
+    signal.alarm(int(SECONDS * 2))  # a hang fails the test instead of stopping the suite
     try:
         model, _ = load_gguf(path)
         outcome: tuple[str, Any] = ("accepted", model(IDS)[0, -1])
@@ -169,7 +169,7 @@ def same_reading(path: Path, valid: Path) -> bool:
     )
 
 
-@settings(max_examples=40, deadline=timedelta(seconds=SECONDS), derandomize=True)
+@settings(max_examples=30, deadline=timedelta(seconds=2 * SECONDS), derandomize=True)
 @given(data=st.data())
 def test_random_header_bytes_are_refused_or_answer_as_before(
     valid: tuple[Path, Layout, torch.Tensor], tmp_path_factory: pytest.TempPathFactory, data: Any

@@ -19,17 +19,27 @@ import re
 from support import DOCS, main_line_steps
 
 #: Home and the main line after the first pass (the first pass is budgeted in minutes).
-MAIN_LINE_BUDGET = 21_000
-#: Issue 32's chapters on today's models, counted apart: each within TODAYS_CHAPTER_BUDGET,
-#: and the main line with them within TODAYS_MAIN_LINE_BUDGET (the budgets above count the
-#: rest). Whoever adds such a chapter appends it here.
-TODAYS_MODELS_PAGES = (
+#: 21,000 until issue 39, whose corrections (dynamic NTK's exponent, paging's baseline, the
+#: libraries' causal alignments, ablations) and FlashAttention-4's column added about 1,000.
+MAIN_LINE_BUDGET = 22_100
+#: Chapters counted apart, each within CHAPTER_BUDGET, and the main line with them within
+#: MAIN_LINE_WITH_CHAPTERS_BUDGET (the budgets above count the rest): issue 32's chapters on
+#: today's models, issue 40's on the attention of 2026's open models, issue 41's kernels.
+#: Whoever adds such a chapter appends it here.
+CHAPTERS_COUNTED_APART = (
     "llm/longer-contexts.md",
     "llm/compressed-and-paged-caches.md",
+    "llm/quantized-caches.md",
     "llm/latent-attention.md",
+    "efficient/triton-kernel.md",
+    "efficient/flex-attention.md",
+    "llm/linear-attention.md",
+    "llm/hybrid-recall.md",
+    "llm/gates-and-sinks.md",
+    "llm/sparse-attention.md",
 )
-TODAYS_CHAPTER_BUDGET = 1_800
-TODAYS_MAIN_LINE_BUDGET = 25_000
+CHAPTER_BUDGET = 1_800
+MAIN_LINE_WITH_CHAPTERS_BUDGET = 37_000
 #: The newcomer's first hour (issue 39): the nav's first section.
 FIRST_PASS = "First pass"
 FIRST_PASS_MINUTES = 60
@@ -38,7 +48,7 @@ FIRST_PASS_MINUTES = 60
 FIRST_WEIGHTS_WORDS = 700
 #: The deeper track's two sections, the first pass taken apart (the old core chapters).
 CORE_SECTIONS = ("Deeper: foundations", "Deeper: toward the transformer")
-CORE_BUDGET = 8_000
+CORE_BUDGET = 8_100  # 8,000 until issue 39's first-half corrections
 BEFORE_THE_PATH = ("index.md",)
 #: Home with the deeper track's core sections.
 FIRST_PART_BUDGET = 8_700
@@ -53,16 +63,16 @@ def prose_words(markdown: str) -> int:
     return len(_WORD.findall(_NOT_PROSE.sub(" ", _FENCE.sub("", markdown))))
 
 
-def words_by_section(todays: bool = False) -> dict[str, dict[str, int]]:
+def words_by_section(apart: bool = False) -> dict[str, dict[str, int]]:
     """Prose words of every page before and on the main line, by section.
 
-    Issue 32's chapters (``TODAYS_MODELS_PAGES``) are left out unless ``todays``.
+    The chapters counted apart (``CHAPTERS_COUNTED_APART``) are left out unless ``apart``.
     """
     sections = {"Before the path": dict.fromkeys(BEFORE_THE_PATH, 0)}
     sections.update({step.title: dict.fromkeys(step.pages, 0) for step in main_line_steps()})
     for pages in sections.values():
         for page in list(pages):
-            if page in TODAYS_MODELS_PAGES and not todays:
+            if page in CHAPTERS_COUNTED_APART and not apart:
                 del pages[page]
             else:
                 pages[page] = prose_words((DOCS / page).read_text(encoding="utf-8"))
@@ -96,22 +106,22 @@ def test_main_line_stays_within_its_budget() -> None:
     assert total <= MAIN_LINE_BUDGET, f"{total} words > {MAIN_LINE_BUDGET}:\n{_table(sections)}"
 
 
-def test_todays_models_chapters_are_on_the_main_line_each_within_its_budget() -> None:
-    on_the_path = {page for pages in words_by_section(todays=True).values() for page in pages}
-    assert set(TODAYS_MODELS_PAGES) <= on_the_path
+def test_chapters_counted_apart_are_on_the_main_line_each_within_its_budget() -> None:
+    on_the_path = {page for pages in words_by_section(apart=True).values() for page in pages}
+    assert set(CHAPTERS_COUNTED_APART) <= on_the_path
     over = {
         page: words
-        for page in TODAYS_MODELS_PAGES
-        if (words := prose_words((DOCS / page).read_text(encoding="utf-8"))) > TODAYS_CHAPTER_BUDGET
+        for page in CHAPTERS_COUNTED_APART
+        if (words := prose_words((DOCS / page).read_text(encoding="utf-8"))) > CHAPTER_BUDGET
     }
-    assert not over, f"over {TODAYS_CHAPTER_BUDGET} words: {over}"
+    assert not over, f"over {CHAPTER_BUDGET} words: {over}"
 
 
-def test_main_line_with_todays_models_stays_within_its_budget() -> None:
-    sections = words_by_section(todays=True)
+def test_main_line_with_the_chapters_counted_apart_stays_within_its_budget() -> None:
+    sections = words_by_section(apart=True)
     total = _beyond_the_first_pass(sections)
-    assert total <= TODAYS_MAIN_LINE_BUDGET, (
-        f"{total} words > {TODAYS_MAIN_LINE_BUDGET}:\n{_table(sections)}"
+    assert total <= MAIN_LINE_WITH_CHAPTERS_BUDGET, (
+        f"{total} words > {MAIN_LINE_WITH_CHAPTERS_BUDGET}:\n{_table(sections)}"
     )
 
 
@@ -129,7 +139,7 @@ def test_home_and_the_deeper_core_stay_within_their_budget() -> None:
 
 #: Efficient attention, Inside today's LLMs and Where next: the part after the core.
 ADVANCED_SECTIONS = ("Efficient attention", "Inside today's LLMs", "Where next")
-ADVANCED_BUDGET = 12_300
+ADVANCED_BUDGET = 13_400  # 12,300 until issue 39's corrections and FA-4
 
 
 def test_the_advanced_sections_stay_within_their_budget() -> None:
@@ -145,7 +155,16 @@ WORDS_PER_MINUTE = 120
 CODE_LINES_PER_MINUTE = 6
 #: Minutes blind newcomers took on a page, where measured: Home must state these instead of
 #: the pace's estimate (``reading_minutes``). Fill it in from the readers' reports.
-MEASURED_MINUTES: dict[str, int] = {}
+#: The first pass, timed by a newcomer reading, running the code and studying the figures
+#: (Home, not listed there, took 3): about 87 minutes, 68 without the primer.
+MEASURED_MINUTES: dict[str, int] = {
+    "start/what-attention-does.md": 18,
+    "start/pytorch-primer.md": 19,
+    "start/self-attention.md": 13,
+    "start/causal-and-heads.md": 9,
+    "start/positions.md": 13,
+    "start/whole-layer.md": 15,
+}
 #: A stated time may be off by this many minutes (pages change a little between updates).
 MINUTES_SLACK = 1
 _PYTHON_FENCE = re.compile(r"^(\s*)```python[^\n]*\n(.*?)^\1```\s*$", re.S | re.M)

@@ -110,7 +110,7 @@ class _Cursor:
     """Reads the header's little-endian fields, each checked against the bytes left."""
 
     def __init__(self, data: np.ndarray[Any, np.dtype[np.uint8]]) -> None:
-        self.data = data
+        self.data = data.data  # a memoryview: slices without numpy's per-slice cost
         self.size = int(data.shape[0])
         self.offset = 0
         self.items = 0  # array items read so far
@@ -148,6 +148,22 @@ class _Cursor:
         except UnicodeDecodeError:
             raise GGUFError(f"the GGUF file's {what} is not UTF-8 text: {raw[:40]!r}") from None
 
+    def strings(self, n: int, what: str) -> list[str]:
+        """``n`` strings of an array; the first bad one is read again by ``string``."""
+        data, at, size, items = self.data, self.offset, self.size, []
+        for i in range(n):
+            end = at + 8 + int.from_bytes(data[at : at + 8], "little") if at + 8 <= size else -1
+            try:
+                if not 0 <= end <= size:
+                    raise UnicodeError  # the length: truncated
+                items.append(str(data[at + 8 : end], "utf-8"))
+            except UnicodeError:
+                self.offset = at
+                self.string(f"{what}[{i}]")  # raises, naming the item
+            at = end
+        self.offset = at
+        return items
+
     def value(self, type_id: int, what: str) -> Any:
         if type_id not in VALUE_TYPES:
             raise GGUFError(
@@ -177,7 +193,7 @@ class _Cursor:
                 f"items the metadata's arrays may hold in all"
             )
         if fmt is None:  # strings: n is at most the bytes left / 8
-            return [self.string(f"{what}[{i}]") for i in range(n)]
+            return self.strings(n, what)
         items = np.frombuffer(self.take(n * item_bytes, what), dtype=np.dtype(fmt))
         values: list[Any] = items.tolist()
         return values

@@ -85,6 +85,12 @@ def read_gguf(path: Path | str) -> tuple[LlamaConfig, dict[str, Tensor], GGUFFil
         GGUFError: Not a GGUF file, a field it cannot hold, another architecture, a
             tensor type, shape or value, or a tokenizer that is not supported (each named).
     """
+    config, tensors, file, _ = _read(path)
+    return config, tensors, file
+
+
+def _read(path: Path | str) -> tuple[LlamaConfig, dict[str, Tensor], GGUFFile, Tokenizer]:
+    """``read_gguf``'s checks and reading, and the file's tokenizer (built by the checks)."""
     file = open_gguf(path)
     chosen = family(file.metadata.get("general.architecture"))
     for info in file.tensors.values():
@@ -93,7 +99,7 @@ def read_gguf(path: Path | str) -> tuple[LlamaConfig, dict[str, Tensor], GGUFFil
                 f"the GGUF file's tensor {info.name!r} has type {info.type_name}, which is "
                 f"not supported; attnlab.llama reads {', '.join(SUPPORTED_TYPES)}"
             )
-    Tokenizer.from_metadata(file.metadata)  # its checks, before any weight is read
+    tokenizer = Tokenizer.from_metadata(file.metadata)  # checked before any weight is read
     shapes = {name: torch.empty(info.shape, device="meta") for name, info in file.tensors.items()}
     if ROPE_FREQS in file.tensors:  # the rotary factors: read first, the config needs them
         shapes[ROPE_FREQS] = _tensor(file, ROPE_FREQS)
@@ -106,7 +112,7 @@ def read_gguf(path: Path | str) -> tuple[LlamaConfig, dict[str, Tensor], GGUFFil
         )
     chosen.state_dict(config, shapes)  # every tensor there, of its shape (meta: no work)
     tensors = {name: _tensor(file, name) for name in file.tensors}
-    return config, tensors, file
+    return config, tensors, file, tokenizer
 
 
 def _tensor(file: GGUFFile, name: str) -> Tensor:
@@ -118,15 +124,13 @@ def _tensor(file: GGUFFile, name: str) -> Tensor:
     with np.errstate(invalid="ignore", over="ignore"):  # NaN or infinity: refused below
         array = dequantize(file.raw(name), GGMLQuantizationType[info.type_name])
     array = array.reshape(info.shape)
-    tensor = torch.from_numpy(array if array.flags.writeable else array.copy())
-    finite = torch.isfinite(tensor)
-    if not bool(finite.all()):
-        where = int((~finite).flatten().nonzero()[0])
+    if not np.isfinite(array).all():
+        where = int(np.flatnonzero(~np.isfinite(array))[0])
         raise GGUFError(
             f"the GGUF file's tensor {name!r} ({info.type_name}) holds NaN or infinity at flat "
             f"index {where}; weights must be finite, block scales included"
         )
-    return tensor
+    return torch.from_numpy(array if array.flags.writeable else array.copy())
 
 
 def load_gguf(path: Path | str) -> tuple[LlamaModel, Tokenizer]:
@@ -147,9 +151,8 @@ def load_gguf(path: Path | str) -> tuple[LlamaModel, Tokenizer]:
         GGUFError: Not a GGUF file; a field it cannot hold; another architecture; a
             tensor type, a tensor or a tokenizer that is not supported (each named).
     """
-    config, tensors, file = read_gguf(path)
+    config, tensors, _, tokenizer = _read(path)
     state = family(config.architecture).state_dict(config, tensors)
-    tokenizer = Tokenizer.from_metadata(file.metadata)
     with torch.device("meta"):
         model = LlamaModel(config)  # no memory, no random initialisation
     # every parameter is in the file; the rotary frequencies are no tensors to load
