@@ -24,6 +24,12 @@ from typing import Any
 import pytest
 from filelock import FileLock
 
+# Triton's kernels (attnlab.triton_attention, its page) run in Triton's interpreter on every
+# machine the suite runs on, GPU or not: ``@triton.jit`` reads TRITON_INTERPRET when it
+# decorates, and Triton's own library functions are decorated when torch.compile first
+# imports Triton, so it is set before any test or page block can import either.
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

@@ -23,6 +23,7 @@ output ``(N, ..., L, Ev)``, as ``flash_attention``; the batch dims broadcast.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal
@@ -37,10 +38,13 @@ from .functional import compute_dtype
 __all__ = ["TRITON_MODE", "triton_attention"]
 
 TRITON_MODE: Literal["compiled", "interpreter"] = (
-    "compiled" if torch.cuda.is_available() else "interpreter"
+    "compiled"
+    if torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
+    else "interpreter"
 )
 """How [`triton_attention`][attnlab.triton_attention] runs its kernels in this process:
-``"compiled"`` for a CUDA GPU, ``"interpreter"`` (Triton's, on the CPU) without one."""
+``"compiled"`` for a CUDA GPU, ``"interpreter"`` (Triton's, on the CPU) without one or
+when ``TRITON_INTERPRET=1`` is set (the test suite sets it on every machine)."""
 
 MIN_GPU_TILE = 16
 """The smallest block and padded head width on a GPU: each is the length some ``tl.dot``

@@ -28,6 +28,16 @@ if not torch.cuda.is_available():
 
 import triton
 import triton.language as tl
+from triton.runtime.interpreter import InterpretedFunction
+
+if os.environ.get("TRITON_INTERPRET") == "1" and not isinstance(tl.sum, InterpretedFunction):
+    # Triton was imported earlier (by torch.compile, say) without the interpreter: its own
+    # library functions (tl.sum, tl.max) are compiled ones, which the interpreter cannot call.
+    raise RuntimeError(
+        "triton_attention needs Triton's interpreter on a CPU, but Triton was imported "
+        "before TRITON_INTERPRET=1 was set; set it before anything imports Triton "
+        "(os.environ['TRITON_INTERPRET'] = '1' before importing torch)"
+    )
 
 __all__ = [
     "attention_backward_kernel",

@@ -123,7 +123,7 @@ def refused(tmp_path: Path, **options: Any) -> Path:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"name_architecture": "gpt2"}, "general.architecture must be one of llama, qwen2, qwen3; got 'gpt2'"),
+        ({"name_architecture": "gpt2"}, "must be one of llama, qwen2, qwen3; got 'gpt2'"),
         ({"types": ("Q2_K",)}, "tensor 'token_embd.weight' has type Q2_K, which is not supported"),
         ({"tokenizer_model": "bert"}, r"tokenizer.ggml.model must be 'gpt2' .* got 'bert'"),
         ({"tokenizer_model": "llama"}, "SentencePiece tokenizer lacks tokenizer.ggml.scores"),

@@ -189,3 +189,25 @@ def test_without_triton_the_package_imports_and_the_call_says_what_is_missing(
     monkeypatch.delattr(attnlab, "triton_kernels", raising=False)  # set by an earlier import
     with pytest.raises(ImportError, match="triton_attention needs Triton: pip install triton"):
         triton_attention(*_inputs((), 2, 2, 2, 2))
+
+
+def test_triton_imported_before_the_interpreter_is_refused_with_the_fix() -> None:
+    """A process that imported Triton compiled (torch.compile does) is told what to set."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os; os.environ.pop('TRITON_INTERPRET', None)\n"
+        "import triton.language\n"
+        "os.environ['TRITON_INTERPRET'] = '1'\n"
+        "import torch, attnlab\n"
+        "q = torch.randn(1, 1, 4, 16)\n"
+        "try:\n"
+        "    attnlab.triton_attention(q, q, q)\n"
+        "except RuntimeError as error:\n"
+        "    print(error)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert "before TRITON_INTERPRET=1 was set" in result.stdout
