@@ -69,7 +69,7 @@ from .rotary import RotaryEmbedding, rotate_half
 from .self_attention import SelfAttentionV1, SelfAttentionV2
 from .sparse_attention import LightningIndexer, SparseAttentionCounts, sparse_attention_counts
 from .split_kv import split_kv_attention
-from .triton_attention import TRITON_MODE, triton_attention
+from .triton_flash import TRITON_MODE, triton_attention
 
 __all__ = [
     "BACKENDS",

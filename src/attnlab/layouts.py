@@ -6,8 +6,8 @@ A model is a list of layers, each of one type, in transformers' names (``layer_t
 * ``"sliding_attention"``: the last ``window`` positions, the token itself included
   (``i - j < window``), so a rolling cache stops growing at ``window``;
 * ``"linear_attention"``: a Gated DeltaNet layer, whose state has one size whatever the
-  length: a ``Dk x Dv`` matrix per value head, and the last ``kernel - 1`` inputs of its
-  short convolution.
+  length: a ``Dk x Dv`` matrix per value head, kept in float32 as transformers keeps it,
+  and the last ``kernel - 1`` inputs of its short convolution, in the model's dtype.
 
 [`OPEN_MODEL_LAYOUTS`][attnlab.OPEN_MODEL_LAYOUTS] holds the sizes of a few published
 models, each with where the numbers come from;
@@ -39,6 +39,8 @@ class LinearStateSizes:
         value_head_dim: ``linear_value_head_dim`` ``Dv``.
         conv_kernel: ``linear_conv_kernel_dim``; the convolution keeps ``kernel - 1``
             past inputs of width ``2 * num_key_heads * Dk + num_value_heads * Dv``.
+        state_dtype: The matrix state's dtype, float32 whatever the model's (transformers
+            casts to float32 before the delta rule, and FLA's kernels return it so).
     """
 
     num_key_heads: int
@@ -46,13 +48,27 @@ class LinearStateSizes:
     key_head_dim: int
     value_head_dim: int
     conv_kernel: int
+    state_dtype: torch.dtype = torch.float32
+
+    def matrix_numbers(self) -> int:
+        """Numbers in the matrix state: ``Dk x Dv`` per value head."""
+        return self.num_value_heads * self.key_head_dim * self.value_head_dim
+
+    def conv_numbers(self) -> int:
+        """Numbers in the convolution's state: its last ``kernel - 1`` inputs."""
+        conv_width = 2 * self.num_key_heads * self.key_head_dim
+        conv_width += self.num_value_heads * self.value_head_dim
+        return conv_width * (self.conv_kernel - 1)
 
     def numbers(self) -> int:
         """Numbers one layer keeps: the matrix state and the convolution's inputs."""
-        matrix = self.num_value_heads * self.key_head_dim * self.value_head_dim
-        conv_width = 2 * self.num_key_heads * self.key_head_dim
-        conv_width += self.num_value_heads * self.value_head_dim
-        return matrix + conv_width * (self.conv_kernel - 1)
+        return self.matrix_numbers() + self.conv_numbers()
+
+    def nbytes(self, dtype: torch.dtype = torch.bfloat16) -> int:
+        """Bytes one layer keeps: the matrix in ``state_dtype``, the convolution in ``dtype``."""
+        return (
+            self.matrix_numbers() * self.state_dtype.itemsize + self.conv_numbers() * dtype.itemsize
+        )
 
 
 @dataclass(frozen=True)
@@ -103,10 +119,20 @@ class ModelLayout:
             return self.linear.numbers()
         raise ValueError(f"layer_type must be one of this layout's types; got {layer_type!r}")
 
+    def layer_bytes(self, layer_type: str, tokens: int, dtype: torch.dtype = torch.bfloat16) -> int:
+        """Bytes one layer of ``layer_type`` keeps after ``tokens`` tokens in ``dtype``.
+
+        A linear layer's matrix state counts in its own ``state_dtype``.
+        """
+        numbers = self.layer_numbers(layer_type, tokens)  # checks tokens and the type
+        if layer_type == "linear_attention" and self.linear is not None:
+            return self.linear.nbytes(dtype)
+        return numbers * dtype.itemsize
+
     def cache_bytes(self, tokens: int, dtype: torch.dtype = torch.bfloat16) -> dict[str, int]:
         """Bytes kept after ``tokens`` tokens, per layer type present, and ``"total"``."""
         by_type = {
-            kind: self.count(kind) * self.layer_numbers(kind, tokens) * dtype.itemsize
+            kind: self.count(kind) * self.layer_bytes(kind, tokens, dtype)
             for kind in LAYER_TYPES
             if kind in self.layer_types
         }

@@ -8,7 +8,9 @@ the file cut at every section boundary. The package (``load_gguf``) and the page
 reader (Node, one process for every variant) must each refuse it with an error that
 matches the variant's words (``GGUFError`` in Python; ``RangeError``/``TypeError`` on
 the page), or, where harmless, read it and give the valid file's logits exactly; each
-within seconds. A Hypothesis layer corrupts random bytes of the header.
+within seconds. A Hypothesis layer corrupts random bytes of the header. A duplicate
+key is refused even where it would be harmless (``general.name``), as llama.cpp refuses
+it: one rule, in both languages.
 """
 
 from __future__ import annotations

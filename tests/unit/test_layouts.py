@@ -9,7 +9,7 @@ import pytest
 import torch
 from support import HF_GROUP
 
-from attnlab import OPEN_MODEL_LAYOUTS, OutputGate, kv_cache_bytes_per_token
+from attnlab import OPEN_MODEL_LAYOUTS, GatedDeltaNet, OutputGate, kv_cache_bytes_per_token
 from attnlab.bench import load_results
 from attnlab.bench.gate_sink import (
     GateSinkTask,
@@ -25,25 +25,38 @@ T = 32 * 1024
 
 @pytest.mark.parametrize("name", list(OPEN_MODEL_LAYOUTS))
 def test_cache_is_the_per_token_formula_layer_by_layer(name: str) -> None:
-    """Full layers keep every token, sliding ones min(T, W), linear ones a fixed state."""
+    """Full layers keep every token, sliding ones min(T, W), linear ones a fixed state:
+    its matrix in float32 whatever the model's dtype, its convolution in the model's."""
     layout = OPEN_MODEL_LAYOUTS[name]
-    per_token = kv_cache_bytes_per_token(1, layout.num_kv_heads, layout.head_dim)  # bf16
-    expected = 0
-    for kind in layout.layer_types:
-        if kind == "full_attention":
-            expected += per_token * T
-        elif kind == "sliding_attention":
-            expected += per_token * min(T, layout.window or 0)
-        else:
-            s = layout.linear
-            assert s is not None
-            conv = 2 * s.num_key_heads * s.key_head_dim + s.num_value_heads * s.value_head_dim
-            state = s.num_value_heads * s.key_head_dim * s.value_head_dim
-            expected += 2 * (state + conv * (s.conv_kernel - 1))
-    bytes_ = layout.cache_bytes(T)
-    assert bytes_["total"] == expected == sum(v for k, v in bytes_.items() if k != "total")
-    assert layout.all_full_bytes(T) == per_token * T * len(layout.layer_types)
-    assert layout.cache_bytes(T, torch.float32)["total"] == 2 * expected
+    for dtype in (torch.bfloat16, torch.float32):
+        per_token = kv_cache_bytes_per_token(1, layout.num_kv_heads, layout.head_dim, dtype)
+        expected = 0
+        for kind in layout.layer_types:
+            if kind == "full_attention":
+                expected += per_token * T
+            elif kind == "sliding_attention":
+                expected += per_token * min(T, layout.window or 0)
+            else:
+                s = layout.linear
+                assert s is not None
+                conv = 2 * s.num_key_heads * s.key_head_dim + s.num_value_heads * s.value_head_dim
+                state = s.num_value_heads * s.key_head_dim * s.value_head_dim
+                expected += 4 * state + dtype.itemsize * conv * (s.conv_kernel - 1)
+        bytes_ = layout.cache_bytes(T, dtype)
+        assert bytes_["total"] == expected == sum(v for k, v in bytes_.items() if k != "total")
+        assert layout.all_full_bytes(T, dtype) == per_token * T * len(layout.layer_types)
+
+
+def test_linear_state_bytes_are_those_of_a_bf16_gated_deltanet_cache() -> None:
+    """A bfloat16 GatedDeltaNet's cache, after a few tokens, holds the bytes that
+    LinearStateSizes counts: the recurrent state in float32, the conv state in bf16."""
+    sizes = LinearStateSizes(2, 4, 8, 6, 4)
+    layer = GatedDeltaNet(32, 2, 4, 8, 6, 4).to(torch.bfloat16)
+    cache = layer.new_cache()
+    with torch.no_grad():
+        layer(torch.randn(2, 5, 32, dtype=torch.bfloat16), cache=cache)
+    assert cache.recurrent_state is not None and cache.recurrent_state.dtype == torch.float32
+    assert cache.nbytes == 2 * sizes.nbytes(torch.bfloat16)  # batch of 2
 
 
 def test_the_published_patterns() -> None:
