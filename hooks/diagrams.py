@@ -54,6 +54,7 @@ __all__ = [
     "operator",
     "plot_retrieval",
     "relative_luminance",
+    "side_arrow",
     "text_colour",
     "tint",
 ]
@@ -369,6 +370,12 @@ def arrow(
     if text is not None:
         mid = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2 + offset)
         ax.text(*mid, text, ha="center", va="bottom", color=text_colour(), fontsize="medium")
+
+
+def side_arrow(ax: Axes, upper: Bounds, lower: Bounds) -> None:
+    """A curved arrow down the right of two stacked grids, from ``upper`` to ``lower``."""
+    start = (upper.right + 0.3, upper.bottom + 0.5)
+    arrow(ax, start, (max(lower.right, upper.right - 1) + 0.3, lower.top - 0.5), rad=-0.4)
 
 
 def operator(

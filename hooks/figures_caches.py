@@ -133,3 +133,32 @@ def paged_cache() -> Figure:
     ax.set_xlim(-1.4, 10.6)
     ax.set_ylim(0.0, y0 + len(pool) * 1.1 + 0.2)
     return fig
+
+
+@figure("q4-block", diagram=True)
+def q4_block() -> Figure:
+    """One ``q4_0`` block, shortened to 8 numbers: scale, 4-bit codes, numbers read back.
+
+    ``d = m / -8`` with ``m`` the block's signed largest-magnitude number; each code is
+    ``floor(x / d + 8.5)`` clamped to 0..15, read back as ``(q - 8) * d``: the formula of
+    the chapter (GGUF's blocks hold 32 numbers).
+    """
+    import torch
+
+    x = torch.tensor([0.9, -0.3, 0.1, -1.6, 0.4, 0.7, -0.8, 0.2])
+    m = x[x.abs().argmax()]
+    d = m / -8
+    codes = torch.clamp(torch.floor(x / d + 8.5), 0, 15)
+    back = (codes - 8) * d
+    fig, ax = diagrams.canvas(6.4, 5.2)
+    top = diagrams.matrix(ax, x, (0, 6), role="keys", title="one block of a key", decimals=1)
+    mid = diagrams.matrix(
+        ax, codes, (0, 3), role="weights", title=f"4-bit codes, scale d = {d:.1f}"
+    )
+    low = diagrams.matrix(
+        ax, back, (0, 0), role="output", title="read back: (code − 8) × d", decimals=1
+    )
+    diagrams.side_arrow(ax, top, mid)
+    diagrams.side_arrow(ax, mid, low)
+    diagrams.fit(ax, top, mid, low, diagrams.Bounds(0, 0, top.right + 1.2, top.top + 1.2))
+    return fig

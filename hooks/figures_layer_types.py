@@ -55,3 +55,35 @@ def layer_types() -> Figure:
     handles.append(Patch(facecolor="grey", hatch="////", label="no rotary"))
     fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=12, frameon=False)
     return fig
+
+
+@figure("sink-column", diagram=True)
+def sink_column() -> Figure:
+    """One query's softmax with a learned sink: the sink's logit joins the row, then is dropped.
+
+    Four scores and a sink logit of 1.0: the five weights sum to 1, the four kept sum to
+    less, and the rest (the sink's share) goes nowhere.
+    """
+    import diagrams
+    import torch
+
+    scores = torch.tensor([0.2, -0.5, 0.4, 0.1])
+    sink = torch.tensor([1.0])
+    weights = torch.softmax(torch.cat([scores, sink]), dim=0)
+    fig, ax = diagrams.canvas(6.4, 5.0)
+    top = diagrams.matrix(
+        ax, torch.cat([scores, sink]), (0, 6), role="keys", decimals=1,
+        title="scores of one query, then the sink's logit",
+        col_labels=["k0", "k1", "k2", "k3", "sink"],
+    )  # fmt: skip
+    mid = diagrams.matrix(
+        ax, weights, (0, 3), role="weights", decimals=2, title="softmax over all five",
+    )  # fmt: skip
+    kept = diagrams.matrix(
+        ax, weights[:4], (0, 0), role="output", decimals=2,
+        title=f"sink dropped: the row sums to {float(weights[:4].sum()):.2f}",
+    )  # fmt: skip
+    diagrams.side_arrow(ax, top, mid)
+    diagrams.side_arrow(ax, mid, kept)
+    diagrams.fit(ax, top, mid, kept, diagrams.Bounds(0, 0, top.right + 1.2, top.top + 1.6))
+    return fig

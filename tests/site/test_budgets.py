@@ -21,7 +21,7 @@ from support import DOCS, main_line_steps
 #: Home and the main line after the first pass (the first pass is budgeted in minutes).
 #: 21,000 until issue 39, whose corrections (dynamic NTK's exponent, paging's baseline, the
 #: libraries' causal alignments, ablations) and FlashAttention-4's column added about 1,000.
-MAIN_LINE_BUDGET = 22_100
+MAIN_LINE_BUDGET = 22_300
 #: Chapters counted apart, each within CHAPTER_BUDGET, and the main line with them within
 #: MAIN_LINE_WITH_CHAPTERS_BUDGET (the budgets above count the rest): issue 32's chapters on
 #: today's models, issue 40's on the attention of 2026's open models, issue 41's kernels.
@@ -51,7 +51,7 @@ CORE_SECTIONS = ("Deeper: foundations", "Deeper: toward the transformer")
 CORE_BUDGET = 8_100  # 8,000 until issue 39's first-half corrections
 BEFORE_THE_PATH = ("index.md",)
 #: Home with the deeper track's core sections.
-FIRST_PART_BUDGET = 8_700
+FIRST_PART_BUDGET = 8_750  # 8,700 until Home listed Beyond softmax
 
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,}).*?^\1\2\s*$", re.S | re.M)
 _NOT_PROSE = re.compile(r"<!--.*?-->|!\[[^\]]*\]\([^)]*\)|\\\[.*?\\\]", re.S)
