@@ -68,6 +68,33 @@ if importlib.util.find_spec("gguf") is None:
     )
     importlib.invalidate_caches()"""
 LLM_IMPORT = re.compile(r"^\s*(?:from|import)\s+attnlab\.llama\b", re.MULTILINE)
+#: Libraries a chapter may import that the package does not install, each installed by the
+#: notebook's first cell unless importable, pinned as the ``test`` extra pins it: the
+#: chapters that check the package against transformers' layers, or run Triton's kernels.
+REFERENCE_LIBRARIES = ("transformers", "triton")
+REFERENCE_INSTALL = """
+# This chapter also imports {names}: installed unless importable.
+for module, requirement in {requirements}.items():
+    if importlib.util.find_spec(module) is None:
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", requirement], check=True)
+        importlib.invalidate_caches()"""
+
+
+def imported_references(text: str) -> list[str]:
+    """The libraries of ``REFERENCE_LIBRARIES`` that a page's blocks import."""
+    return [
+        name
+        for name in REFERENCE_LIBRARIES
+        if re.search(rf"^\s*(?:from|import)\s+{name}\b", text, re.MULTILINE)
+    ]
+
+
+def reference_requirements(names: list[str], repo_root: Path = REPO_ROOT) -> dict[str, str]:
+    """Each library's requirement as ``pyproject.toml``'s ``test`` extra writes it."""
+    project = tomllib.loads((repo_root / "pyproject.toml").read_text(encoding="utf-8"))
+    test: list[str] = project["project"]["optional-dependencies"]["test"]
+    pinned = {re.split(r"[<>=!~ ;\[]", req, maxsplit=1)[0]: req for req in test}
+    return {name: pinned[name] for name in names}
 
 CHAPTERS = ("start/*.md", "walkthrough/*.md", "transformer/*.md", "efficient/*.md", "llm/*.md")
 NOT_CHAPTERS = ("*/index.md",)
@@ -157,16 +184,22 @@ def llm_requirements(repo_root: Path = REPO_ROOT) -> tuple[list[str], list[str]]
     return extra, no_deps
 
 
-def install_cell(source: str, llm: bool = False) -> nbformat.NotebookNode:
+def install_cell(
+    source: str, llm: bool = False, references: list[str] | None = None
+) -> nbformat.NotebookNode:
     """The notebook's first code cell: install the package unless it is importable.
 
     With ``llm``, the cell also installs what ``attnlab.llama`` needs
-    ([`llm_requirements`][]) unless ``gguf`` is importable.
+    ([`llm_requirements`][]) unless ``gguf`` is importable; each of ``references``
+    (transformers, triton) is installed unless importable ([`reference_requirements`][]).
     """
     code = INSTALL_CELL.format(source=json.dumps(source))
     if llm:
         extra, no_deps = llm_requirements()
         code += LLM_INSTALL.format(extra=json.dumps(extra), no_deps=json.dumps(no_deps))
+    if references:
+        requirements = json.dumps(reference_requirements(references))
+        code += REFERENCE_INSTALL.format(names=", ".join(references), requirements=requirements)
     cell: nbformat.NotebookNode = nbformat.v4.new_code_cell(code, metadata={"tags": ["install"]})
     return cell
 
@@ -308,7 +341,8 @@ def markdown_to_notebook(
         first_code = next((i for i, c in enumerate(cells) if c.cell_type == "code"), len(cells))
         at = 1 if cells and cells[0].cell_type == "markdown" else 0
         llm = bool(LLM_IMPORT.search(text))
-        cells.insert(min(at, first_code), install_cell(source, llm))
+        references = imported_references(text)
+        cells.insert(min(at, first_code), install_cell(source, llm, references))
     notebook: nbformat.NotebookNode = nbformat.v4.new_notebook(cells=cells)
     notebook.metadata["kernelspec"] = {
         "name": "python3",
