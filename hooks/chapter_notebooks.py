@@ -96,6 +96,7 @@ def reference_requirements(names: list[str], repo_root: Path = REPO_ROOT) -> dic
     pinned = {re.split(r"[<>=!~ ;\[]", req, maxsplit=1)[0]: req for req in test}
     return {name: pinned[name] for name in names}
 
+
 CHAPTERS = ("start/*.md", "walkthrough/*.md", "transformer/*.md", "efficient/*.md", "llm/*.md")
 NOT_CHAPTERS = ("*/index.md",)
 

