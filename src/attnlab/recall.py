@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -41,6 +42,7 @@ __all__ = [
     "make_batch",
     "matching_key_attention",
     "train",
+    "train_steps",
     "trained_recall_model",
 ]
 
@@ -157,6 +159,33 @@ class TrainingHistory(NamedTuple):
     seconds: float
 
 
+def train_steps(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    step_loss: Callable[[], Tensor],
+    steps: int,
+    on_step: Callable[[float], None] | None = None,
+) -> list[float]:
+    """``steps`` optimiser steps on ``step_loss()`` (a fresh batch's loss), in train mode.
+
+    The one training loop of the recall models ([`train`][attnlab.recall.train], the
+    hybrid stacks', the gate probes'): ``model`` is left in eval mode. Returns each step's
+    loss; ``on_step`` is called with it.
+    """
+    losses: list[float] = []
+    model.train()
+    for _ in range(steps):
+        loss = step_loss()
+        optimizer.zero_grad()
+        loss.backward()  # type: ignore[no-untyped-call]
+        optimizer.step()
+        losses.append(loss.item())
+        if on_step is not None:
+            on_step(losses[-1])
+    model.eval()
+    return losses
+
+
 def train(
     model: RecallModel,
     steps: int = 300,
@@ -180,23 +209,22 @@ def train(
     loss_fn = nn.CrossEntropyLoss()
     show = sys.stderr.isatty() if progress is None else progress
     bar = _progress_bar(steps) if show else None
-    losses: list[float] = []
-    model.train()
-    start = time.perf_counter()
-    for _ in range(steps):
+
+    def step_loss() -> Tensor:
         batch = make_batch(model.task, batch_size, generator)
         logits, _ = model(batch, use_mask=use_mask)
-        loss = loss_fn(logits, batch.target)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
+        loss: Tensor = loss_fn(logits, batch.target)
+        return loss
+
+    def on_step(loss: float) -> None:
         if bar is not None:
             bar.update(1)
-            bar.set_postfix(loss=f"{losses[-1]:.3f}")
+            bar.set_postfix(loss=f"{loss:.3f}")
+
+    start = time.perf_counter()
+    losses = train_steps(model, optimizer, step_loss, steps, on_step)
     if bar is not None:
         bar.close()
-    model.eval()
     return TrainingHistory(losses, time.perf_counter() - start)
 
 

@@ -34,7 +34,7 @@ from torch import Tensor, nn
 from ._validation import check_number, check_positive_int, check_seed, check_str
 from .gated_deltanet import GatedDeltaNet
 from .multihead import MultiHeadAttention
-from .recall import RecallBatch, RecallTask, make_batch
+from .recall import RecallBatch, RecallTask, make_batch, train_steps
 
 __all__ = [
     "LAYER_TYPES",
@@ -223,18 +223,14 @@ def train_stack(
     generator = torch.Generator().manual_seed(check_seed("seed", seed))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()
-    losses = []
-    model.train()
-    for _ in range(steps):
+
+    def step_loss() -> Tensor:
         count = int(torch.randint(low, high + 1, (1,), generator=generator))
         batch = make_batch(_task_with(model.task, count), batch_size, generator)
-        loss = loss_fn(model(batch), batch.target)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    model.eval()
-    return losses
+        loss: Tensor = loss_fn(model(batch), batch.target)
+        return loss
+
+    return train_steps(model, optimizer, step_loss, steps)
 
 
 @torch.no_grad()

@@ -30,6 +30,7 @@ from .._validation import check_positive_int
 from ..gqa import GroupedQueryAttention
 from ..layer_parts import OutputGate
 from ..positions import Positions
+from ..recall import train_steps
 from .measure import machine_info
 
 __all__ = [
@@ -150,19 +151,20 @@ def train_probe(task: GateSinkTask, gated: bool, seed: int) -> SinkProbe:
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=task.lr, weight_decay=task.weight_decay)
     mask, loss_fn = task.mask(), nn.CrossEntropyLoss()
+
+    def step_loss() -> Tensor:
+        batch = make_questions(task, task.batch_size, generator)
+        logits, _ = model(batch, mask)
+        loss: Tensor = loss_fn(logits.flatten(0, 1), batch.answers.flatten())
+        return loss
+
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        for _ in range(task.steps):
-            batch = make_questions(task, task.batch_size, generator)
-            logits, _ = model(batch, mask)
-            loss = loss_fn(logits.flatten(0, 1), batch.answers.flatten())
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+        train_steps(model, optimizer, step_loss, task.steps)
     finally:
         torch.set_num_threads(threads)
-    return model.eval()
+    return model
 
 
 @torch.no_grad()
