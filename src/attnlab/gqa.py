@@ -19,7 +19,7 @@ from .backends import Backend
 from .layer_parts import OutputGate, PartialRotary
 from .positions import Positions
 from .rope_scaling import ScaledRotaryEmbedding, rope_scaling_from_hf
-from .rotary import RotaryEmbedding
+from .rotary import RotaryEmbedding, theta_from_hf
 
 __all__ = ["GroupedQueryAttention"]
 
@@ -242,7 +242,7 @@ def _positions_from_hf(
     params = getattr(config, "rope_parameters", None) or {}
     if layer_type is not None and isinstance(params.get(layer_type), Mapping):
         params = params[layer_type]  # one per layer type (Gemma 3)
-    theta = float(params.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
+    theta = theta_from_hf(params, config)
     fraction = params.get("partial_rotary_factor", getattr(config, "partial_rotary_factor", 1.0))
     R = int(head_dim * fraction)
     max_length: int = getattr(config, "max_position_embeddings", 0)

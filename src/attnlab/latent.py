@@ -36,7 +36,7 @@ from .attention_heads import AttentionHeads, MaskRule, Projections, merge_heads,
 from .backends import Backend
 from .kv_cache import KVCache
 from .rope_scaling import RopeScaling, ScaledRotaryEmbedding, YarnScaling, rope_scaling_from_hf
-from .rotary import RotaryEmbedding
+from .rotary import RotaryEmbedding, theta_from_hf
 from .sparse_attention import LightningIndexer
 
 __all__ = ["LatentCache", "LatentProjections", "MultiHeadLatentAttention"]
@@ -369,7 +369,7 @@ class MultiHeadLatentAttention(AttentionHeads):
             Dn,
             config.v_head_dim,
             q_lora_rank=config.q_lora_rank,
-            rope_theta=float(rope.get("rope_theta", 10000.0)),
+            rope_theta=theta_from_hf(rope, config),
             bias=bool(config.attention_bias),
             backend=backend,
             rope_scaling=rope_scaling_from_hf(rope, config.max_position_embeddings),

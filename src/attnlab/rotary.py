@@ -18,6 +18,7 @@ to position ``m`` and a key rotated to position ``n`` depends only on ``m - n``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -34,17 +35,13 @@ from .positions import Positions
 __all__ = ["RotaryEmbedding", "rotate_half"]
 
 
-def theta_from_hf(config: Any) -> float:
-    """The rotary base of a transformers config whose rotary embedding is unscaled.
+def theta_from_hf(rope_parameters: Mapping[str, Any], config: Any) -> float:
+    """The rotary base of a transformers config, read in one place for every ``from_hf``.
 
-    Raises:
-        ValueError: the config's ``rope_type`` is not ``"default"`` (a scaled one).
+    ``rope_parameters`` (the config's, or one layer type's) ``rope_theta``, else the
+    config's ``rope_theta`` (transformers 4), else 10000.
     """
-    rope = getattr(config, "rope_parameters", None) or {}
-    rope_type = rope.get("rope_type", "default")
-    if rope_type != "default":
-        raise ValueError(f"attn's config uses rope_type {rope_type!r}; only 'default' works")
-    return float(rope.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
+    return float(rope_parameters.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
 
 
 def rotate_half(x: Tensor) -> Tensor:
