@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -30,16 +29,6 @@ from filelock import FileLock
 # decorates, and Triton's own library functions are decorated when torch.compile first
 # imports Triton, so it is set before any test or page block can import either.
 os.environ.setdefault("TRITON_INTERPRET", "1")
-# torch.compile's kernels are cached on disk under a key that leaves out ATEN_CPU_CAPABILITY:
-# a kernel compiled for AVX-512 was reused, and gave wrong numbers, when the pages ran again
-# with ATEN_CPU_CAPABILITY=avx2. One cache per setting of the CPU's kernels.
-os.environ.setdefault(
-    "TORCHINDUCTOR_CACHE_DIR",
-    str(
-        Path(tempfile.gettempdir())
-        / f"torchinductor-attnlab-{os.environ.get('ATEN_CPU_CAPABILITY', 'native')}"
-    ),
-)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
