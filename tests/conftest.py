@@ -24,6 +24,13 @@ from typing import Any
 import pytest
 from filelock import FileLock
 
+# PyTorch 2.13's cache of compiled graphs is keyed without ATEN_CPU_CAPABILITY: when the
+# suite forces another set of CPU kernels (as a reader's machine would have), a graph cached
+# under this machine's own set came back and FlexAttention's compiled block printed wrong
+# numbers. A reader's machine has one set; a forced run compiles its graphs afresh.
+if "ATEN_CPU_CAPABILITY" in os.environ:
+    os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
+
 # Triton's kernels (attnlab.triton_attention, its page) run in Triton's interpreter on every
 # machine the suite runs on, GPU or not: ``@triton.jit`` reads TRITON_INTERPRET when it
 # decorates, and Triton's own library functions are decorated when torch.compile first
