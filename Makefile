@@ -31,7 +31,7 @@ $(SITE_STAMP): pyproject.toml $(INSTALL)
 	$(PY) $(INSTALL) site
 	touch $@
 
-$(STAMP): $(SITE_STAMP)
+$(STAMP): $(SITE_STAMP) package-lock.json
 	$(PY) $(INSTALL) test
 	touch $@
 
@@ -66,6 +66,7 @@ mutants: setup
 lint: setup
 	$(PY) -m ruff check src tests hooks scripts
 	$(PY) -m mypy
+	npm run --silent lint
 
 clean:
 	rm -rf site .pytest_cache .mypy_cache .ruff_cache

@@ -9,6 +9,7 @@ models' and every head of the real model, SmolLM2 (``llm_data``).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from build_cache import cached_text, source_key
 from explorer_data import explorer_data
@@ -18,6 +19,7 @@ from mkdocs.structure.pages import Page
 
 DATA_PATH = "assets/explorer-data.json"
 EXPLORER_PAGE = "explorer.md"
+EXPLORER_MODULE = "assets/javascripts/explorer.js"  # the explorer's drawing, an ES module
 
 
 def _data_json() -> str:
@@ -40,12 +42,19 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
 
 def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
-    """Inline the data into the explorer page, so it works opened from disk (``file://``).
+    """Inline the data and the explorer's module into the explorer page, for ``file://``.
 
-    ``fetch`` of a local file is blocked by browsers; a JSON ``<script>`` element is not.
-    ``</`` is escaped so the data cannot close the element early.
+    ``fetch`` of a local file is blocked by browsers, and so is a module script's file;
+    a JSON ``<script>`` element and an inline module are not. ``</`` is escaped so the
+    data cannot close the element early; the module has no ``</`` (checked).
     """
     if page.file.src_uri != EXPLORER_PAGE:
         return html
     data = _data_json().replace("</", "<\\/")
-    return f'{html}\n<script type="application/json" id="explorer-data">{data}</script>\n'
+    module = (Path(config.docs_dir) / EXPLORER_MODULE).read_text(encoding="utf-8")
+    if "</" in module or "<!--" in module:
+        raise ValueError(f"{EXPLORER_MODULE} must not contain '</' or '<!--': it is inlined")
+    return (
+        f'{html}\n<script type="application/json" id="explorer-data">{data}</script>\n'
+        f'<script type="module">{module}</script>\n'
+    )

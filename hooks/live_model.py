@@ -91,6 +91,17 @@ FROM_DISK_JS = (
 )
 
 
+# Threads for the live model need a cross-origin-isolated page: docs/coi-serviceworker.js
+# (vendored, at the site's root so that its scope is the whole site) registers itself as a
+# service worker that adds the COOP/COEP headers, and reloads the page once. Quietly, and
+# not from disk (file://, where no service worker runs): the page's words say how many
+# threads run and why only one (threads.js).
+COI_SERVICE_WORKER = "coi-serviceworker.js"
+COI_SETTINGS_JS = (
+    "window.coi = { shouldRegister: () => location.protocol !== 'file:', quiet: true };"
+)
+
+
 def live_scripts_html(page: Page, config: MkDocsConfig) -> str:
     """The explorer page's live scripts, with the model's URL and size on api.js's tag."""
     source = _model_file()
@@ -107,6 +118,8 @@ def live_scripts_html(page: Page, config: MkDocsConfig) -> str:
     scripts = prefix + SCRIPTS_DIR
     return (
         f'<link rel="stylesheet" href="{prefix}{STYLESHEET}">\n'
+        f"<script>{COI_SETTINGS_JS}</script>\n"
+        f'<script src="{prefix}{COI_SERVICE_WORKER}"></script>\n'
         f'<script type="module" src="{scripts}/api.js" data-live-model="{html.escape(model_url)}" '
         f'data-live-bytes="{size}"></script>\n'
         f'<script type="module" src="{scripts}/ui/main.js"></script>\n'

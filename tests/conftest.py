@@ -40,6 +40,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import kernel_settings  # noqa: E402
 from prompt_paste import use_the_prompt  # noqa: E402
 from site_build import build  # noqa: E402
 
@@ -99,6 +100,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # pytest_collection_modifyitems instead: long tests first, the site's last.
         config.option.loadscopereorder = False
     if hasattr(config, "workerinput"):
+        kernel_settings.enter_setting(config.workerinput)
         if config.workerinput.get(BUILD_IN_BACKGROUND):
             # The build is the run's critical path (the browser's tests wait for it);
             # while it runs, the workers' tests take the cores it leaves.
@@ -122,6 +124,26 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_configure_node(node: Any) -> None:
     """(pytest-xdist, on the controller) Tell each worker whether the site builds beside it."""
     node.workerinput[BUILD_IN_BACKGROUND] = node.config.stash.get(_building, False)
+    kernel_settings.configure_worker(node)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """(pytest-xdist) Under ``--dist loadgroup``, each page's blocks run on the workers of
+    its half: the machine's own kernels or the other setting (tests/kernel_settings.py)."""
+    workers = config.getoption("numprocesses", default=None)
+    if config.getvalue("dist") != "loadgroup" or not isinstance(workers, int) or workers < 2:
+        return None
+    if not kernel_settings.other_setting():
+        return None
+    return kernel_settings.make_scheduler(config, log)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Which CPU kernels the workers of a parallel run use."""
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", default=None):
+        return None
+    return kernel_settings.report_header()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

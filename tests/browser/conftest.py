@@ -108,11 +108,17 @@ def new_context(browser: Any) -> Iterator[Any]:
     """
     contexts: list[Any] = []
 
-    def make(color_scheme: str = "light") -> Any:
+    def make(color_scheme: str = "light", service_workers: str = "block") -> Any:
         # A reader who asked for reduced motion: Material then turns its colour
         # transitions off, so colours read right after the palette toggle are final.
+        # Service workers are blocked unless a test asks for them: the explorer's
+        # (docs/coi-serviceworker.js) reloads the page once to make it cross-origin
+        # isolated, which tests of everything else need not wait for.
         context = browser.new_context(
-            viewport=VIEWPORT, color_scheme=color_scheme, reduced_motion="reduce"
+            viewport=VIEWPORT,
+            color_scheme=color_scheme,
+            reduced_motion="reduce",
+            service_workers=service_workers,
         )
         context.set_default_timeout(15_000)
         contexts.append(context)

@@ -430,7 +430,10 @@ LAYOUT_JS = """() => {
 def test_live_controls_fit_a_phone(live_tab: Any, site_url: str, built_site: Path) -> None:
     """At 390 x 844 nothing overflows sideways and every control is a 24 x 24 px tap target."""
     context = live_tab.context.browser.new_context(
-        viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True
+        viewport={"width": 390, "height": 844},
+        has_touch=True,
+        is_mobile=True,
+        service_workers="block",  # as conftest's contexts: no reload to isolate the page
     )
     tab = context.new_page()
     tab.goto(site_url + explorer_path(built_site))

@@ -15,7 +15,8 @@ const LIVE = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..",
 const load = (name) => import(path.join(LIVE, name));
 const gguf = await load("gguf.js");
 const model = await load("model.js");
-const llama = await load("families/llama.js");
+const familyParts = await load("families/parts.js");
+const reader = await load("families/reader.js");
 const families = await load("families/index.js");
 const { Engine } = await load("engine.js");
 const generation = await load("generate.js");
@@ -36,7 +37,7 @@ function randomArray(n, seed) {
 const far = (x, y) => Math.max(...Array.from(x, (v, i) => Math.abs(v - y[i])));
 
 test("the llama family reads SmolLM2's config from the GGUF, as attnlab.llama.read_gguf", () => {
-  const config = llama.configFromGguf(file.metadata, file.tensors);
+  const config = families.familyOf(file.metadata).configFromGguf(file.metadata, file.tensors);
   for (const [name, value] of Object.entries(reference.config)) {
     assert.ok(Math.abs(config[name] - value) <= 1e-12 * Math.abs(value), `${name}: ${config[name]} vs ${value}`);
   }
@@ -47,8 +48,8 @@ test("the llama family reads SmolLM2's config from the GGUF, as attnlab.llama.re
 test("families are chosen by general.architecture; another is refused by name", () => {
   assert.equal(families.familyOf({ "general.architecture": "llama" }).architecture, "llama");
   assert.throws(() => families.familyOf({ "general.architecture": "mamba" }),
-    (e) => e instanceof RangeError && /general\.architecture must be one of llama, qwen2, qwen3; got 'mamba'/.test(e.message));
-  assert.throws(() => new llama.LlamaConfig({ layers: 3 }), /LlamaConfig has no field "layers"/);
+    (e) => e instanceof RangeError && /general\.architecture must be one of gemma3, llama, qwen2, qwen3, qwen35; got 'mamba'/.test(e.message));
+  assert.throws(() => reader.makeConfig({ layers: 3 }), /LlamaConfig has no field "layers"/);
 });
 
 test("the model classes know no GGUF name; only the family file does", () => {
@@ -126,8 +127,8 @@ test("the WebAssembly matmul equals the JavaScript one and a float64 reference",
 
 test("unpermuteRotaryRows pairs GGUF rows 2i, 2i+1 as our rows i, i + D/2", () => {
   // One head of width 4 stored as [a0, b0, a1, b1] becomes [a0, a1, b0, b1].
-  assert.deepEqual(Array.from(llama.unpermuteRotaryRows(1, 4)), [0, 2, 1, 3]);
-  assert.deepEqual(Array.from(llama.unpermuteRotaryRows(2, 4)), [0, 2, 1, 3, 4, 6, 5, 7]);
+  assert.deepEqual(Array.from(familyParts.unpermuteRotaryRows(1, 4)), [0, 2, 1, 3]);
+  assert.deepEqual(Array.from(familyParts.unpermuteRotaryRows(2, 4)), [0, 2, 1, 3, 4, 6, 5, 7]);
 });
 
 test("RotaryEmbedding turns pair (i, i + D/2) by position * theta^(-2i/D)", () => {
@@ -182,7 +183,7 @@ test("the WebAssembly kernels give JsKernels' RMSNorm and silu(gate) * up to flo
 test("the WebAssembly softmax gives a weight far below the row's maximum as 0, as float32 does", () => {
   const k = engine.model.kernels;
   k.f32.set([0, -200, 1, -100.5, 2, 0, 0, 0], k.scoresAt / 4); // one row of 5 keys, padded to 8
-  k.exports.softmax_rows(k.scoresAt, 8, 1, 5, 1, k.wAt);
+  k.exports.softmax_rows(k.scoresAt, 8, 1, 5, 1, k.wAt, 0x3fffffff);
   const weights = Array.from(k.f32.subarray(k.wAt / 4, k.wAt / 4 + 8));
   assert.equal(weights[1], 0);
   assert.equal(weights[3], 0);
@@ -191,10 +192,10 @@ test("the WebAssembly softmax gives a weight far below the row's maximum as 0, a
   [0, 2, 4].forEach((j, i) => assert.ok(Math.abs(weights[j] - exact[i]) < 1e-7, `weight ${j}`));
 });
 
-test("the WebAssembly attention gives JsKernels' weights and context vectors", () => {
+test("the WebAssembly attention gives JsKernels' weights and context vectors, with and without a window", () => {
   const wasm = engine.model.kernels;
   const js = new model.JsKernels();
-  for (const [T, S, D] of [[1, 1, 8], [3, 5, 8], [5, 13, 64], [7, 7, 64], [2, 30, 4]]) {
+  for (const [T, S, D, window] of [[1, 1, 8, null], [3, 5, 8, null], [5, 13, 64, null], [7, 7, 64, null], [2, 30, 4, null], [7, 7, 8, 3], [5, 13, 64, 4], [1, 9, 8, 1]]) {
     const H = 4, Hkv = 2, past = S - T;
     const cache = new model.KVCache(Hkv, D, 4);
     cache.append(randomArray(S * Hkv * D, S).map((v) => 3 * v), randomArray(S * Hkv * D, S + 1), S);
@@ -202,14 +203,20 @@ test("the WebAssembly attention gives JsKernels' weights and context vectors", (
     const run = (kernels) => {
       const attnWeights = new Float32Array(H * T * S);
       const contextVecs = new Float32Array(T * H * D);
-      kernels.attention({ queries, T, H, group: H / Hkv, D, past, cache, ablateHeads: new Set([1]), attnWeights, contextVecs });
+      kernels.attention({
+        queries, T, H, group: H / Hkv, D, past, cache, ablateHeads: new Set([1]), attnWeights, contextVecs,
+        scale: 1 / Math.sqrt(D), window,
+      });
       return { attnWeights, contextVecs };
     };
     const [a, b] = [run(wasm), run(js)];
-    const label = `T=${T} S=${S} D=${D}`;
+    const label = `T=${T} S=${S} D=${D} window=${window}`;
     assert.ok(far(a.attnWeights, b.attnWeights) < 1e-6, `weights ${label}`);
     assert.ok(far(a.contextVecs, b.contextVecs) < 1e-6, `context vectors ${label}`);
     for (let i = 0; i < T - 1; i++) assert.equal(a.attnWeights[i * S + past + i + 1], 0, `causal ${label}`); // head 0
+    if (window !== null) {
+      for (let i = 0; i < T; i++) for (let j = 0; j <= past + i - window; j++) assert.equal(a.attnWeights[i * S + j], 0, `window ${label}`);
+    }
     assert.ok(a.contextVecs.subarray(D, 2 * D).every((v) => v === 0), `ablated head ${label}`);
   }
 });
@@ -291,7 +298,7 @@ test("the forward pass equals attnlab.llama's logits on a prompt", () => {
 test("the KV cache: a prompt read in pieces gives the whole pass's logits and weights", () => {
   const ids = reference.texts[0].ids;
   const whole = engine.run(ids, { return_attention: true });
-  const cache = engine.model.new_cache(2);
+  const cache = engine.model.newCache({ capacity: 2 });
   engine.run(ids.slice(0, 2), { cache });
   const rest = engine.run(ids.slice(2), { cache, return_attention: true });
   assert.equal(cache[0].length, ids.length);
@@ -304,13 +311,13 @@ test("the KV cache: a prompt read in pieces gives the whole pass's logits and we
     const theirs = whole.attention.subarray((b * T + 2) * T, (b + 1) * T * T);
     assert.ok(far(mine, theirs) < 1e-5, `head ${b}`);
   }
-  assert.throws(() => engine.run([1], { cache: cache.slice(1) }), /cache must be an array of 30 KVCache/);
+  assert.throws(() => engine.run([1], { cache: cache.slice(1) }), /cache must be an array of 30 layer caches/);
 });
 
 test("growMaps adds several blocks of query rows at once: the page's maps equal the whole pass's", () => {
   const ids = reference.texts[0].ids;
   const whole = engine.run(ids, { return_attention: true });
-  const cache = engine.model.new_cache(2);
+  const cache = engine.model.newCache({ capacity: 2 });
   const first = engine.run(ids.slice(0, 3), { cache, return_attention: true });
   const blocks = [ids.slice(3, 4), ids.slice(4)].map((piece) => (
     { rows: engine.run(piece, { cache, return_attention: true }).attention, n: piece.length }
@@ -357,17 +364,17 @@ test("the head scores are interpret.py's, one definition each", () => {
   const maps = new Float32Array(T * T);
   const rows = [[1, 0, 0, 0], [0.5, 0.5, 0, 0], [0.2, 0.7, 0.1, 0], [0.1, 0.2, 0.3, 0.4]];
   rows.forEach((row, i) => maps.set(row, i * T));
-  assert.ok(Math.abs(scores.sink_scores(maps, 1, 1, T)[0][0] - (0.5 + 0.2 + 0.1) / 3) < 1e-6);
-  assert.ok(Math.abs(scores.previous_token_scores(maps, 1, 1, T)[0][0] - (0.5 + 0.7 + 0.3) / 3) < 1e-6);
+  assert.ok(Math.abs(scores.sink_scores(maps, { layers: 1, heads: 1, T })[0][0] - (0.5 + 0.2 + 0.1) / 3) < 1e-6);
+  assert.ok(Math.abs(scores.previous_token_scores(maps, { layers: 1, heads: 1, T })[0][0] - (0.5 + 0.7 + 0.3) / 3) < 1e-6);
   // queries 2 and 3 (the second copy) -> keys 1 and 2
-  assert.ok(Math.abs(scores.induction_scores(maps, 1, 1, T, 2)[0][0] - (0.7 + 0.3) / 2) < 1e-6);
+  assert.ok(Math.abs(scores.induction_scores(maps, { layers: 1, heads: 1, T }, 2)[0][0] - (0.7 + 0.3) / 2) < 1e-6);
   assert.equal(scores.repeatedLength([5, 1, 2, 3, 1, 2, 3]), 3);
   assert.equal(scores.repeatedLength([1, 2, 3]), null);
-  assert.throws(() => scores.induction_scores(maps, 1, 1, T, 3), /length must be in 2 \.\. T \/\/ 2 = 2 for T = 4; got 3/);
+  assert.throws(() => scores.induction_scores(maps, { layers: 1, heads: 1, T }, 3), /length must be in 2 \.\. T \/\/ 2 = 2 for T = 4; got 3/);
   const py = reference.scores; // interpret.py's functions on the same maps
-  assert.ok(Math.abs(scores.sink_scores(maps, 1, 1, T)[0][0] - py.sink) < 1e-6);
-  assert.ok(Math.abs(scores.previous_token_scores(maps, 1, 1, T)[0][0] - py.previous) < 1e-6);
-  assert.ok(Math.abs(scores.induction_scores(maps, 1, 1, T, 2)[0][0] - py.induction) < 1e-6);
+  assert.ok(Math.abs(scores.sink_scores(maps, { layers: 1, heads: 1, T })[0][0] - py.sink) < 1e-6);
+  assert.ok(Math.abs(scores.previous_token_scores(maps, { layers: 1, heads: 1, T })[0][0] - py.previous) < 1e-6);
+  assert.ok(Math.abs(scores.induction_scores(maps, { layers: 1, heads: 1, T }, 2)[0][0] - py.induction) < 1e-6);
 });
 
 test("an ablated head changes its layer's output; its weights still show", () => {

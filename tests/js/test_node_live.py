@@ -138,13 +138,13 @@ def test_live_model_javascript_passes_node_tests(tmp_path: Path) -> None:
 # of forward and generate's options (read from the modules, in Node).
 NAMES_JS = """
 const live = process.argv[1];
-const { LlamaConfig } = await import(live + "/families/llama.js");
+const { CONFIG_DEFAULTS } = await import(live + "/families/reader.js");
 const { GENERATE_DEFAULTS } = await import(live + "/generate.js");
 const { LlamaModel } = await import(live + "/model.js");
 const scores = await import(live + "/scores.js");
 const forward = LlamaModel.prototype.forward.toString();
 console.log(JSON.stringify({
-  config: LlamaConfig.defaults,
+  config: CONFIG_DEFAULTS,
   generate: GENERATE_DEFAULTS,
   return_attention: /return_attention = undefined/.test(forward)
     && /checkBool\\("return_attention", return_attention, false\\)/.test(forward),

@@ -30,6 +30,7 @@ TEXTS = [
     "nbsp\u00a0here,\u2003em\u3000ideographic \u2028line\u2029para",
     "!!!\n\n???\r\n... ;;\n  end   ",
     "<|im_start|>user\nHi!<|im_end|>\n",
+    "e\u0301cole nai\u0308ve\u0301x, \u0915\u093f\u0924\u093e\u092c 1\u0301 !\u0301?",  # combining marks (qwen35)
 ]
 
 
@@ -38,6 +39,7 @@ def reference_data() -> list[dict[str, object]]:
     pre-tokeniser and text."""
     gguf = pytest.importorskip("gguf", reason="the llm extra is not installed")
     from attnlab.llama import Tokenizer, smollm2_path
+    from attnlab.llama.tokenizer import PRE_TOKENIZERS
 
     fields = gguf.GGUFReader(str(smollm2_path())).fields
     tokens = fields["tokenizer.ggml.tokens"].contents()
@@ -45,7 +47,7 @@ def reference_data() -> list[dict[str, object]]:
     types = fields["tokenizer.ggml.token_type"].contents()
     special = [i for i, kind in enumerate(types) if kind == 3]
     cases = []
-    for pre in PRES:
+    for pre in PRES + tuple(pre for pre in ("qwen35",) if pre in PRE_TOKENIZERS):
         tokenizer = Tokenizer(tokens, merges, special, 1, 2, pre=pre)
         split = tokenizer._backend.pre_tokenizer.pre_tokenize_str  # words, byte-spelled
         for text in TEXTS:

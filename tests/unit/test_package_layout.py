@@ -1,15 +1,18 @@
 """The package's house rules: no import circles, no borrowed private names, small files,
-no override that changes a signature behind mypy's back, no call packed past the formatter."""
+no override that changes a signature behind mypy's back, no call packed past the formatter.
+The site's JavaScript (docs/assets/javascripts, ES modules) keeps the first and the third."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from support import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "src" / "attnlab"
 HOOKS = REPO_ROOT / "hooks"
+SITE_JS = REPO_ROOT / "docs" / "assets" / "javascripts"
 MAX_LINES = 600
 
 
@@ -84,11 +87,60 @@ def test_no_import_circles_between_modules() -> None:
     assert circles == []
 
 
+# A static ES import or re-export at the start of a line (a JSDoc `import("...")` type,
+# inside a comment, is no import): `import x from "./a.js"`, `import "./a.js"`,
+# `export { y } from "./a.js"`, over several lines if need be.
+ES_IMPORT = re.compile(
+    r"^\s*(?:import\s*|(?:import|export)\b[^;'\"]*?\bfrom\s*)[\"']([^\"']+)[\"']", re.MULTILINE
+)
+JS_FILES = sorted(SITE_JS.rglob("*.js"))
+
+
+def _js_imports(path: Path) -> set[Path]:
+    """The site's modules that ``path`` imports (relative specifiers, resolved)."""
+    text = path.read_text(encoding="utf-8")
+    return {
+        (path.parent / spec).resolve() for spec in ES_IMPORT.findall(text) if spec.startswith(".")
+    }
+
+
+def test_no_import_circles_between_the_sites_modules() -> None:
+    """The site's ES modules import each other in one direction only."""
+    graph = {path.resolve(): _js_imports(path) for path in JS_FILES}
+    missing = sorted(f"{a.name} -> {b}" for a in graph for b in graph[a] if b not in graph)
+    assert missing == []
+
+    def reaches(start: Path, goal: Path, seen: set[Path]) -> bool:
+        for dep in graph.get(start, set()):
+            if dep == goal or (dep not in seen and reaches(dep, goal, seen | {dep})):
+                return True
+        return False
+
+    circles = sorted(
+        f"{a.relative_to(SITE_JS)} <-> {b.relative_to(SITE_JS)}"
+        for a in graph
+        for b in graph[a]
+        if reaches(b, a, {b})
+    )
+    assert circles == []
+
+
+def test_the_import_reading_sees_every_form(tmp_path: Path) -> None:
+    """The reader above finds imports and re-exports, one line or several, and no JSDoc."""
+    (tmp_path / "a.js").write_text(
+        'import { x,\n  y } from "./b.js";\nimport "./c.js";\nexport { z } from "./d.js";\n'
+        '/** @typedef {import("./e.js").T} T */\nexport const w = "./f.js";\n',
+        encoding="utf-8",
+    )
+    found = {path.name for path in _js_imports(tmp_path / "a.js")}
+    assert found == {"b.js", "c.js", "d.js"}
+
+
 def test_no_source_file_is_over_600_lines() -> None:
-    """Every file of the package and of the site's hooks fits in 600 lines."""
+    """Every file of the package, of the site's hooks and of its JavaScript fits in 600 lines."""
     long = {
         str(path.relative_to(REPO_ROOT)): n
-        for path in [*FILES, *sorted(HOOKS.rglob("*.py"))]
+        for path in [*FILES, *sorted(HOOKS.rglob("*.py")), *JS_FILES]
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert long == {}

@@ -1,3 +1,4 @@
+// @ts-check
 // Small accessibility repairs to markup that Material and mkdocs-jupyter generate,
 // found by the axe-core browser tests (tests/browser):
 //
@@ -12,26 +13,27 @@
 (function () {
   "use strict";
 
-  var SCROLLERS =
+  const SCROLLERS =
     ".md-typeset__scrollwrap, .katex-display, .highlight-ipynb, " +
     ".jp-OutputArea-output, .jp-RenderedText, .md-typeset pre";
-  var FOCUSABLE = "a[href], button, input, select, textarea, [tabindex]";
+  const FOCUSABLE = "a[href], button, input, select, textarea, [tabindex]";
 
+  /** @param {Element} el @returns {boolean} whether the box overflows and scrolls */
   function scrolls(el) {
-    var style = getComputedStyle(el);
-    var x = /(auto|scroll)/.test(style.overflowX) && el.scrollWidth > el.clientWidth + 1;
-    var y = /(auto|scroll)/.test(style.overflowY) && el.scrollHeight > el.clientHeight + 1;
+    const style = getComputedStyle(el);
+    const x = /(auto|scroll)/.test(style.overflowX) && el.scrollWidth > el.clientWidth + 1;
+    const y = /(auto|scroll)/.test(style.overflowY) && el.scrollHeight > el.clientHeight + 1;
     return x || y;
   }
 
   function repair() {
-    var search = document.querySelector('.md-search[role="dialog"]');
+    const search = document.querySelector('.md-search[role="dialog"]');
     if (search && !search.hasAttribute("aria-label")) search.setAttribute("aria-label", "Search");
 
     document.querySelectorAll("a.md-annotation__index").forEach(function (link) {
       if (link.hasAttribute("aria-label")) return;
-      var marker = link.querySelector("[data-md-annotation-id]");
-      var id = marker ? marker.getAttribute("data-md-annotation-id") : "";
+      const marker = link.querySelector("[data-md-annotation-id]");
+      const id = marker ? marker.getAttribute("data-md-annotation-id") : "";
       link.setAttribute("aria-label", "Code annotation " + id);
     });
 
@@ -42,7 +44,7 @@
     });
   }
 
-  var pending = false;
+  let pending = false;
   function schedule() {
     if (pending) return;
     pending = true;
@@ -54,8 +56,8 @@
 
   function start() {
     repair();
-    var content = document.querySelector(".md-content");
-    if (content && !content.dataset.a11yObserved) {
+    const content = document.querySelector(".md-content");
+    if (content instanceof HTMLElement && !content.dataset.a11yObserved) {
       content.dataset.a11yObserved = "true";
       new MutationObserver(schedule).observe(content, { childList: true, subtree: true });
     }

@@ -1,3 +1,4 @@
+// @ts-check
 // Figures open full size on a tap (or a click, or Enter on the focused figure).
 //
 // hooks/figures.py wraps each figure image in a link to its own SVG (the light one in
@@ -13,27 +14,27 @@
 (function () {
   "use strict";
 
-  var ZOOM_LINK = "a.figure-zoom";
-  var NOTEBOOK_PLOTS = ".jupyter-wrapper .jp-RenderedImage img";
+  const ZOOM_LINK = "a.figure-zoom";
+  const NOTEBOOK_PLOTS = ".jupyter-wrapper .jp-RenderedImage img";
 
   // Wrap each notebook plot not yet in a link in one to its own image.
   function linkNotebookPlots() {
     document.querySelectorAll(NOTEBOOK_PLOTS).forEach(function (image) {
-      if (image.closest("a")) return;
-      var link = document.createElement("a");
+      if (image.closest("a") || !image.parentNode) return;
+      const link = document.createElement("a");
       link.className = "figure-zoom";
-      link.href = image.getAttribute("src");
+      link.href = image.getAttribute("src") || "";
       image.parentNode.insertBefore(link, image);
       link.appendChild(image);
     });
   }
 
   function buildDialog() {
-    var dialog = document.createElement("dialog");
+    const dialog = document.createElement("dialog");
     dialog.className = "figure-zoom__dialog";
     dialog.setAttribute("aria-label", "Figure at full size");
 
-    var close = document.createElement("button");
+    const close = document.createElement("button");
     close.type = "button";
     close.className = "figure-zoom__close";
     close.textContent = "Close";
@@ -41,10 +42,10 @@
       dialog.close();
     });
 
-    var frame = document.createElement("div");
+    const frame = document.createElement("div");
     frame.className = "figure-zoom__frame";
     frame.tabIndex = 0; // it scrolls: arrow keys pan a figure wider than the screen
-    var image = document.createElement("img");
+    const image = document.createElement("img");
     image.className = "figure-zoom__image";
     frame.appendChild(image);
 
@@ -58,26 +59,29 @@
     return dialog;
   }
 
+  /** @returns {HTMLDialogElement} */
   function dialogFor() {
-    var dialog = document.querySelector("dialog.figure-zoom__dialog");
-    return dialog || buildDialog();
+    const dialog = document.querySelector("dialog.figure-zoom__dialog");
+    return dialog instanceof HTMLDialogElement ? dialog : buildDialog();
   }
 
+  /** @param {HTMLAnchorElement} link */
   function open(link) {
-    var dialog = dialogFor();
-    var image = dialog.querySelector(".figure-zoom__image");
-    var shown = link.querySelector("img");
+    const dialog = dialogFor();
+    const image = dialog.querySelector("img.figure-zoom__image");
+    const shown = link.querySelector("img");
+    if (!(image instanceof HTMLImageElement)) return;
     image.src = link.href;
     image.alt = shown ? shown.alt : "";
     if (!dialog.open) dialog.showModal();
-    dialog.querySelector(".figure-zoom__frame").scrollTo(0, 0);
+    dialog.querySelector(".figure-zoom__frame")?.scrollTo(0, 0);
   }
 
   document.addEventListener("click", function (event) {
     if (event.defaultPrevented || event.button !== 0) return;
     if (event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
-    var link = event.target instanceof Element ? event.target.closest(ZOOM_LINK) : null;
-    if (!link || typeof HTMLDialogElement === "undefined") return;
+    const link = event.target instanceof Element ? event.target.closest(ZOOM_LINK) : null;
+    if (!(link instanceof HTMLAnchorElement) || typeof HTMLDialogElement === "undefined") return;
     event.preventDefault();
     open(link);
   });

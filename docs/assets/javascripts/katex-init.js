@@ -1,3 +1,4 @@
+// @ts-check
 // Render math with the vendored KaTeX (no network needed).
 //
 // Material's `document$` observable emits on the first load and after every
@@ -5,7 +6,7 @@
 (function () {
   "use strict";
 
-  var DELIMITERS = [
+  const DELIMITERS = [
     { left: "$$", right: "$$", display: true },
     { left: "\\[", right: "\\]", display: true },
     { left: "\\(", right: "\\)", display: false },
@@ -14,11 +15,12 @@
 
   // pymdownx.arithmatex (generic: true) wraps each formula in an element with
   // class "arithmatex" whose text is "\(...\)" (inline) or "\[...\]" (block).
+  /** @param {ParentNode} root */
   function renderArithmatex(root) {
     root.querySelectorAll(".arithmatex").forEach(function (el) {
-      if (el.dataset.katexRendered) return;
-      var tex = el.textContent.trim();
-      var display = tex.startsWith("\\[");
+      if (!(el instanceof HTMLElement) || el.dataset.katexRendered) return;
+      let tex = (el.textContent || "").trim();
+      const display = tex.startsWith("\\[");
       if (tex.startsWith("\\(") || display) tex = tex.slice(2, -2);
       katex.render(tex, el, { displayMode: display, throwOnError: false });
       el.dataset.katexRendered = "true";
@@ -26,6 +28,7 @@
   }
 
   // Notebook pages (mkdocs-jupyter) keep the notebook's raw $...$ / $$...$$.
+  /** @param {ParentNode} root */
   function renderNotebooks(root) {
     root.querySelectorAll(".jupyter-wrapper").forEach(function (wrapper) {
       renderMathInElement(wrapper, {

@@ -1,3 +1,4 @@
+// @ts-check
 // "Download as notebook" from the copy on disk (file://).
 //
 // Served over HTTP, the button is a plain link with a `download` attribute and needs no
@@ -11,9 +12,10 @@
 
   if (location.protocol !== "file:") return;
 
+  /** @param {string} name @param {string} text */
   function save(name, text) {
-    var url = URL.createObjectURL(new Blob([text], { type: "application/x-ipynb+json" }));
-    var link = document.createElement("a");
+    const url = URL.createObjectURL(new Blob([text], { type: "application/x-ipynb+json" }));
+    const link = document.createElement("a");
     link.href = url;
     link.download = name;
     document.body.appendChild(link);
@@ -22,15 +24,16 @@
     setTimeout(function () { URL.revokeObjectURL(url); }, 1000);
   }
 
+  /** @param {HTMLAnchorElement} link */
   function load(link) {
-    var name = link.getAttribute("download");
-    var known = window.attnlabNotebooks && window.attnlabNotebooks[name];
+    const name = link.getAttribute("download") || "";
+    const known = window.attnlabNotebooks && window.attnlabNotebooks[name];
     if (known) return save(name, known);
-    var script = document.createElement("script");
+    const script = document.createElement("script");
     script.src = link.href + ".js";
     script.onload = function () {
       script.remove();
-      save(name, window.attnlabNotebooks[name]);
+      save(name, (window.attnlabNotebooks || {})[name] || "");
     };
     script.onerror = function () {
       script.remove();
@@ -40,8 +43,8 @@
   }
 
   document.addEventListener("click", function (event) {
-    var link = event.target instanceof Element && event.target.closest('a[download$=".ipynb"]');
-    if (!link || link.protocol !== "file:") return; // not the saving link save() clicks (blob:)
+    const link = event.target instanceof Element && event.target.closest('a[download$=".ipynb"]');
+    if (!(link instanceof HTMLAnchorElement) || link.protocol !== "file:") return; // not the saving link save() clicks (blob:)
     event.preventDefault();
     load(link);
   });

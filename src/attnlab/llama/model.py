@@ -1,28 +1,28 @@
-"""A Llama-architecture decoder built from the package's own attention.
+"""A decoder-only language model built from the package's own attention: a list of layers.
 
 The pieces, in the order a token meets them:
 
-* ``embed``: token ids to vectors of width ``d_model``;
-* ``num_layers`` [`DecoderBlock`][attnlab.llama.DecoderBlock]s, each
-  RMSNorm -> grouped-query attention -> residual -> RMSNorm -> SwiGLU -> residual;
+* ``embed``: token ids to vectors of width ``d_model`` (Gemma 3: times ``sqrt(d_model)``);
+* ``num_layers`` [`DecoderBlock`][attnlab.llama.DecoderBlock]s, each made of the parts
+  its family gives it (``attnlab.llama.families``): for Llama, RMSNorm -> grouped-query
+  attention -> residual -> RMSNorm -> SwiGLU -> residual;
 * a final [`RMSNorm`][attnlab.llama.RMSNorm], then the logits: the dot product with
   every token's embedding (the embeddings are *tied*: one matrix reads tokens in and
-  scores them out).
+  scores them out), or with a separate ``lm_head``.
 
-The attention is [`GroupedQueryAttention`][attnlab.GroupedQueryAttention], every layer
-sharing the model's one rotary part, with a cache per layer; its ``need_weights`` and
-``ablate_heads`` keywords are the two ways to look inside. Shapes follow the package's
+The softmax layers are [`GroupedQueryAttention`][attnlab.GroupedQueryAttention], sharing
+the model's rotary parts; Qwen3.5's linear layers are
+[`GatedDeltaNet`][attnlab.GatedDeltaNet]. Each layer has its own cache; ``need_weights``
+and ``ablate_heads`` are the two ways to look inside. Shapes follow the package's
 legend, with ``V`` the vocabulary; ``forward`` always returns a batch axis.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._validation import (
@@ -31,15 +31,20 @@ from .._validation import (
     check_integer_tensor,
     check_length,
     check_token_range,
-    check_vectors,
     format_shape,
 )
-from ..attention_heads import PositionEmbeddings
-from ..gqa import GroupedQueryAttention
-from ..kv_cache import Cache, KVCache
-from ..rope_scaling import RopeScaling, ScaledRotaryEmbedding
+from ..gated_deltanet import GatedDeltaNetCache
+from ..kv_cache import Cache
+from ..rope_scaling import ScaledRotaryEmbedding
 from ..rotary import RotaryEmbedding
+from .blocks import BlockOutput, DecoderBlock, RMSNorm, SwiGLU
+from .config import LlamaConfig
+from .families import family
+from .families.llama import Rotaries
 from .generate import Sampling, check_attention_mask, generate_tokens, padding_mask
+
+LayerCache = Cache | GatedDeltaNetCache
+"""A layer's cache: keys and values (softmax layers) or Gated DeltaNet's state."""
 
 __all__ = [
     "BlockOutput",
@@ -52,172 +57,6 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class LlamaConfig:
-    """The sizes of a Llama-architecture model (defaults: SmolLM2-135M).
-
-    Attributes:
-        vocab_size: Tokens in the vocabulary ``V``.
-        d_model: Width of every token's vector (``hidden_size``).
-        num_layers: Decoder blocks.
-        num_heads: Query heads ``H`` per layer.
-        num_kv_heads: Key/value heads ``Hkv`` per layer, shared by ``H // Hkv`` query
-            heads each.
-        head_dim: Width ``D`` of a head.
-        ffn_dim: Hidden width of the SwiGLU feed-forward (``intermediate_size``).
-        rope_theta: Base of the rotary frequencies.
-        rms_eps: The epsilon inside RMSNorm's square root.
-        context_length: The longest sequence the model was trained for.
-        bos_token_id: Id of the beginning-of-sequence token.
-        eos_token_id: Id of the end-of-sequence token (``<|im_end|>`` for SmolLM2).
-        architecture: The family (GGUF's ``general.architecture``): ``"llama"``,
-            ``"qwen2"`` or ``"qwen3"``.
-        attention_bias: Biases on the query, key and value projections (Qwen2's; the
-            output projection has none).
-        qk_norm: An RMSNorm over each query and key head before the rotation (Qwen3's
-            ``q_norm``/``k_norm``: one weight of width ``head_dim`` each).
-        tie_word_embeddings: Score the vocabulary with the embedding matrix; ``False``:
-            with a separate ``lm_head``.
-        rope_scaling: Rotary frequencies stretched past the trained length (one of
-            [`rope_frequencies`][attnlab.rope_frequencies]' scalings); ``None``: the
-            trained ones.
-        sliding_window: Every layer's window: each query sees only its last
-            ``sliding_window`` positions (Mistral's ``sliding_window``; see
-            [`sliding_window_mask`][attnlab.sliding_window_mask]); ``None``: all of them.
-    """
-
-    vocab_size: int = 49152
-    d_model: int = 576
-    num_layers: int = 30
-    num_heads: int = 9
-    num_kv_heads: int = 3
-    head_dim: int = 64
-    ffn_dim: int = 1536
-    rope_theta: float = 100000.0
-    rms_eps: float = 1e-5
-    context_length: int = 8192
-    bos_token_id: int = 1
-    eos_token_id: int = 2
-    architecture: str = "llama"
-    attention_bias: bool = False
-    qk_norm: bool = False
-    tie_word_embeddings: bool = True
-    rope_scaling: RopeScaling | None = None
-    sliding_window: int | None = None
-
-
-class RMSNorm(nn.Module):
-    """Root-mean-square normalisation: ``weight * x / sqrt(mean(x**2) + eps)``.
-
-    LayerNorm without the mean subtraction and the bias; computed in float32.
-    """
-
-    def __init__(self, d_model: int, eps: float = 1e-5) -> None:
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(d_model))
-
-    def forward(self, x: Tensor) -> Tensor:
-        """Scale each vector to unit root mean square, then by ``weight``."""
-        x = check_vectors("x", x, self.weight.shape[0], self.weight)
-        x32 = x.float()
-        mean_square = x32.pow(2).mean(-1, keepdim=True)  # (..., 1)
-        return self.weight * (x32 * torch.rsqrt(mean_square + self.eps)).to(x.dtype)
-
-
-class SwiGLU(nn.Module):
-    """Llama's feed-forward: ``down(silu(gate(x)) * up(x))``, hidden width ``ffn_dim``."""
-
-    def __init__(self, d_model: int, ffn_dim: int) -> None:
-        super().__init__()
-        self.gate_proj = nn.Linear(d_model, ffn_dim, bias=False)
-        self.up_proj = nn.Linear(d_model, ffn_dim, bias=False)
-        self.down_proj = nn.Linear(ffn_dim, d_model, bias=False)
-
-    def forward(self, x: Tensor) -> Tensor:
-        """The gated hidden layer, projected back to ``d_model``."""
-        x = check_vectors("x", x, self.gate_proj.in_features, self.gate_proj.weight)
-        hidden = F.silu(self.gate_proj(x)) * self.up_proj(x)  # (..., ffn_dim)
-        output: Tensor = self.down_proj(hidden)  # (..., d_model)
-        return output
-
-
-class BlockOutput(NamedTuple):
-    """A block's output and its attention weights (``None`` unless asked for).
-
-    Attributes:
-        hidden: ``(B, T, d_model)``.
-        attn_weights: ``(B, H, T, S)`` or ``None``.
-    """
-
-    hidden: Tensor
-    attn_weights: Tensor | None
-
-
-class DecoderBlock(nn.Module):
-    """One Llama layer: pre-norm attention and pre-norm SwiGLU, each added back.
-
-    The attention is [`GroupedQueryAttention`][attnlab.GroupedQueryAttention] configured
-    from ``config``: Qwen2's q/k/v biases (``attention_bias``, none on ``o_proj``),
-    Qwen3's per-head ``q_norm``/``k_norm`` (``qk_norm``).
-
-    Args:
-        config: The model's sizes.
-        rotary: The model's one rotary part, shared by every layer (default: the
-            block's own).
-
-    Shape:
-        x: ``(B, T, d_model)``; output: the same.
-    """
-
-    def __init__(self, config: LlamaConfig, rotary: RotaryEmbedding | None = None) -> None:
-        super().__init__()
-        c = config
-        self.attn_norm = RMSNorm(c.d_model, c.rms_eps)
-        self.attn = GroupedQueryAttention(
-            c.d_model,
-            c.num_heads,
-            c.num_kv_heads,
-            c.head_dim,
-            c.rope_theta,
-            c.attention_bias,
-            window=c.sliding_window,
-            positions=rotary,
-            out_bias=False,
-            q_norm=RMSNorm(c.head_dim, c.rms_eps) if c.qk_norm else None,
-            k_norm=RMSNorm(c.head_dim, c.rms_eps) if c.qk_norm else None,
-        )
-        self.ffn_norm = RMSNorm(c.d_model, c.rms_eps)
-        self.ffn = SwiGLU(c.d_model, c.ffn_dim)
-
-    def forward(
-        self,
-        x: Tensor,
-        cache: Cache | None = None,
-        ablate_heads: Iterable[int] = (),
-        need_weights: bool = False,
-        *,
-        attn_mask: Tensor | None = None,
-        position_embeddings: PositionEmbeddings | None = None,
-    ) -> BlockOutput:
-        """The block's output and (with ``need_weights``) its attention weights.
-
-        ``attn_mask`` is combined with the causal rule (e.g. to hide padding keys);
-        ``position_embeddings`` is the model's rotary ``(cos, sin)`` for these positions.
-        """
-        attn_out, attn_weights = self.attn(
-            self.attn_norm(x),
-            cache=cache,
-            attn_mask=attn_mask,
-            position_embeddings=position_embeddings,
-            ablate_heads=ablate_heads,
-            need_weights=need_weights,
-        )
-        x = x + attn_out  # residual: (B, T, d_model)
-        x = x + self.ffn(self.ffn_norm(x))  # residual: (B, T, d_model)
-        return BlockOutput(x, attn_weights)
-
-
 class LlamaOutput(NamedTuple):
     """The logits with every layer's attention weights (``return_attention=True``).
 
@@ -225,7 +64,11 @@ class LlamaOutput(NamedTuple):
 
     Attributes:
         logits: ``(B, T, V)``, the next-token scores after every position.
-        attention: ``num_layers`` tensors ``(B, H, T, S)``, one per layer.
+        attention: ``num_layers`` tensors, one per layer: a softmax layer's
+            probabilities ``(B, H, T, S)`` (a window layer's zero outside its band), a
+            Gated DeltaNet layer's implicit attention ``(B, Hv, T, T)``
+            ([`gated_delta_attention_matrix`][attnlab.gated_delta_attention_matrix]:
+            signed, its rows not probabilities); ``config.layer_types`` says which.
     """
 
     logits: Tensor
@@ -233,14 +76,18 @@ class LlamaOutput(NamedTuple):
 
 
 class LlamaModel(nn.Module):
-    """A Llama-architecture causal language model (tied embeddings unless configured not).
+    """A decoder-only causal language model: a list of layers, each made of its parts.
+
+    ``config.architecture`` names the family that gives each layer its
+    [`LayerParts`][attnlab.llama.LayerParts] (Llama's, Qwen2's, Qwen3's, Gemma 3's,
+    Qwen3.5's); the embeddings are tied unless configured not.
 
     ``model(input_ids)`` returns the logits of the next token after every position.
     ``model(input_ids, return_attention=True)`` also returns every layer's attention
     weights; ``model(input_ids, ablate={layer: [head, ...]})`` runs with those query
     heads switched off (layers and heads counted from zero).
-    ``model.generate(input_ids, max_new_tokens=N)`` continues the text through one
-    [`KVCache`][attnlab.KVCache] per layer.
+    ``model.generate(input_ids, max_new_tokens=N)`` continues the text through one cache
+    per layer (``new_cache()``).
 
     [`load_smollm2`][attnlab.llama.load_smollm2] builds one with trained weights.
     """
@@ -248,14 +95,20 @@ class LlamaModel(nn.Module):
     def __init__(self, config: LlamaConfig) -> None:
         super().__init__()
         self.config = config
+        chosen = family(config.architecture)
         self.embed = nn.Embedding(config.vocab_size, config.d_model)
-        self.rotary = (  # one for all layers
-            RotaryEmbedding(config.head_dim, config.rope_theta)
+        self.embed_scale: float | None = getattr(chosen, "embedding_scale", lambda c: None)(config)
+        R = config.head_dim if config.rotary_dim is None else config.rotary_dim
+        self.rotary = (  # rope_theta's, shared by the layers that use it
+            RotaryEmbedding(R, config.rope_theta)
             if config.rope_scaling is None
-            else ScaledRotaryEmbedding(config.head_dim, config.rope_theta, config.rope_scaling)
+            else ScaledRotaryEmbedding(R, config.rope_theta, config.rope_scaling)
         )
+        local = config.rope_local_theta
+        self.local_rotary = None if local is None else RotaryEmbedding(R, local)  # Gemma 3
+        rotaries = Rotaries(self.rotary, self.local_rotary)
         self.layers = nn.ModuleList(
-            DecoderBlock(config, self.rotary) for _ in range(config.num_layers)
+            DecoderBlock(chosen.layer_parts(config, i, rotaries)) for i in range(config.num_layers)
         )
         self.norm = RMSNorm(config.d_model, config.rms_eps)
         self.lm_head = (
@@ -264,15 +117,20 @@ class LlamaModel(nn.Module):
             else nn.Linear(config.d_model, config.vocab_size, bias=False)
         )
 
-    def new_cache(self) -> list[KVCache]:
-        """An empty [`KVCache`][attnlab.KVCache] for each layer, for ``forward(..., cache=)``."""
-        return [KVCache() for _ in self.layers]
+    def new_cache(self) -> list[LayerCache]:
+        """An empty cache for each layer, for ``forward(..., cache=)``.
+
+        A [`KVCache`][attnlab.KVCache] for a softmax layer (a window layer's mask reads
+        its last columns), a [`GatedDeltaNetCache`][attnlab.GatedDeltaNetCache] for a
+        linear one.
+        """
+        return [cast(DecoderBlock, layer).new_cache() for layer in self.layers]
 
     def forward(
         self,
         input_ids: Tensor,
         *,
-        cache: list[KVCache] | None = None,
+        cache: list[LayerCache] | None = None,
         attention_mask: Tensor | None = None,
         return_attention: bool = False,
         ablate: Mapping[int, Iterable[int]] | None = None,
@@ -291,13 +149,15 @@ class LlamaModel(nn.Module):
                 count from each row's start, pads included, as in transformers'
                 forward: with rotary positions only distances matter, so a row's real
                 tokens get what they would unpadded (to rounding), left or right padded.
+                Not with linear_attention layers (refused).
             return_attention: Also return each layer's attention weights, as a
                 [`LlamaOutput`][attnlab.llama.LlamaOutput] ``(logits, attention)``.
             ablate: ``{layer: [head, ...]}``: zero those query heads' context vectors
                 (before the output projection) in those layers.
 
         Returns:
-            ``logits`` ``(B, T, V)``; ``attention``: one ``(B, H, T, S)`` per layer.
+            ``logits`` ``(B, T, V)``; ``attention``: one tensor per layer (see
+            [`LlamaOutput`][attnlab.llama.LlamaOutput]).
         """
         ids = self.check_ids("input_ids", input_ids)
         check_bool("return_attention", return_attention)
@@ -311,20 +171,30 @@ class LlamaModel(nn.Module):
         keep = check_attention_mask(attention_mask, ids, ids_rank=input_ids.dim(), past=past)
         if keep is not None and not torch.compiler.is_compiling() and bool(keep.all()):
             keep = None  # no padding: the causal rule alone, on its fast path
+        if keep is not None and "linear_attention" in self.config.types():
+            raise ValueError(
+                "attention_mask with padding is not supported by a model with "
+                "linear_attention (Gated DeltaNet) layers; run one unpadded row at a time"
+            )
         mask = None if keep is None else padding_mask(keep, ids.shape[1])  # (B, 1, T, S)
         x = self.embed(ids)  # (B, T) -> (B, T, d_model)
+        if self.embed_scale is not None:  # Gemma: in the weights' dtype, as transformers
+            x = x * torch.tensor(self.embed_scale, dtype=x.dtype)
         positions = torch.arange(past, past + ids.shape[1], device=ids.device)  # (T,)
-        rotary = self.rotary.cos_sin(positions)  # (T, D) each: once, for every layer
+        tables: dict[int, tuple[Tensor, Tensor]] = {}  # one (cos, sin) per rotary part
         attention: list[Tensor] = []
-        for i, layer in enumerate(self.layers):
-            layer_cache = None if cache is None else cache[i]
+        for i, block in enumerate(self.layers):
+            layer = cast(DecoderBlock, block)
+            rotary = layer.rotary
+            if rotary is not None and id(rotary) not in tables:
+                tables[id(rotary)] = rotary.cos_sin(positions)  # (T, R) each
             x, weights = layer(
                 x,
-                layer_cache,
+                None if cache is None else cache[i],
                 heads_off.get(i, ()),
                 return_attention,
                 attn_mask=mask,
-                position_embeddings=rotary,
+                position_embeddings=None if rotary is None else tables[id(rotary)],
             )
             if weights is not None:
                 attention.append(weights)  # (B, H, T, S)
@@ -427,7 +297,7 @@ class LlamaModel(nn.Module):
         return ids64.unsqueeze(0) if ids64.dim() == 1 else ids64
 
     def _check_cache(self, cache: object, batch: int) -> int:
-        """Validate ``cache`` (``None`` or one KVCache per layer); its length.
+        """Validate ``cache`` (``None`` or one cache per layer, of its kind); its length.
 
         The caches must be different objects (``[KVCache()] * n`` would give every
         layer the same one), hold the same number of positions and ``batch`` rows.
@@ -438,7 +308,7 @@ class LlamaModel(nn.Module):
         if (
             not isinstance(cache, list)
             or len(cache) != n
-            or not all(isinstance(c, Cache) for c in cache)
+            or not all(isinstance(c, Cache | GatedDeltaNetCache) for c in cache)
         ):
             raise TypeError(
                 f"cache must be a list of {n} caches (model.new_cache()); got "

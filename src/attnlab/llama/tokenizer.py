@@ -14,7 +14,8 @@ Decoding joins the tokens' bytes and reads them as UTF-8.
 
 Other GGUF files ([`load_gguf`][attnlab.llama.load_gguf]) name their own cutting rule in
 ``tokenizer.ggml.pre`` (Llama 3's ``llama-bpe`` keeps runs of up to three digits, Qwen2's
-``qwen2`` cuts every digit, as the patterns of their own tokenizers do), or carry a
+``qwen2`` cuts every digit, Qwen3.5's ``qwen35`` also keeps combining marks inside words,
+as the patterns of their own tokenizers do), or carry a
 SentencePiece vocabulary with scores (``tokenizer.ggml.model = "llama"``, TinyLlama's).
 
 The digit rule is the file's ``tokenizer.ggml.pre = "smollm"`` (llama.cpp's name for
@@ -62,6 +63,11 @@ PRE_TOKENIZERS: dict[str, str | None] = {
     "default": None,
     "llama-bpe": _LLAMA3_PATTERN,  # Llama 3: numbers in runs of up to three digits
     "qwen2": _LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}"),  # every digit alone
+    # Qwen3.5 (llama.cpp's LLAMA_VOCAB_PRE_TYPE_QWEN35): qwen2's, combining marks kept in words
+    "qwen35": (
+        r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}"
+        r"| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+    ),
 }
 DEFAULT_SYSTEM_PROMPT = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 

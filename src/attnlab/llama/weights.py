@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 
 from .families import family
+from .families.description import tensor_names
 from .families.llama import ROPE_FREQS, unpermute_rotary_rows
 from .gguf_file import GGUFError, GGUFFile, open_gguf
 from .model import LlamaConfig, LlamaModel
@@ -110,9 +111,26 @@ def _read(path: Path | str) -> tuple[LlamaConfig, dict[str, Tensor], GGUFFile, T
             f"the GGUF's tokenizer.ggml.tokens holds {tokens} tokens, more than the model's "
             f"vocabulary of {config.vocab_size} (the embedding's rows)"
         )
-    chosen.state_dict(config, shapes)  # every tensor there, of its shape (meta: no work)
+    _check_shapes(config, chosen.state_dict(config, shapes), shapes)  # meta: no work
     tensors = {name: _tensor(file, name) for name in file.tensors}
     return config, tensors, file, tokenizer
+
+
+def _check_shapes(
+    config: LlamaConfig, state: dict[str, Tensor], tensors: dict[str, Tensor]
+) -> None:
+    """Every parameter the family mapped has the shape the config implies, else refused."""
+    with torch.device("meta"):  # the shapes the config implies, no memory
+        wanted = {name: p.shape for name, p in LlamaModel(config).state_dict().items()}
+    sources = tensor_names(config, tensors)
+    for name, tensor in state.items():
+        if tensor.shape != wanted[name]:
+            gguf_name = sources[name]
+            raise GGUFError(
+                f"the GGUF file's tensor {gguf_name!r} has shape "
+                f"{tuple(tensors[gguf_name].shape)}; the file's {config.architecture}.* keys "
+                f"imply {tuple(wanted[name])} for {name}"
+            )
 
 
 def _tensor(file: GGUFFile, name: str) -> Tensor:

@@ -1,3 +1,4 @@
+// @ts-check
 // window.attnlabLive: the explorer page's small API over the model in its module Worker.
 //
 //   attnlabLive.load()              -> Promise of the model's info once it is ready
@@ -31,22 +32,52 @@
 //                                      for each token as it comes;
 //   attnlabLive.stop()              -> stops the generation under way after its token.
 // Bad input rejects the Promise with an Error (TypeError or RangeError) naming it.
-// The page's own code (ui/*.js) uses nothing else. Loaded by the explorer page only.
+// The page's own code (ui/*.js) imports `api` (the same object) and uses nothing else.
+// Loaded by the explorer page only.
 
 import { openCache } from "./cache.js";
 
+/**
+ * @typedef {object} LiveInfo  the loaded model: the Python config's names (snake_case), and the page's own
+ * @property {string} name
+ * @property {string} architecture
+ * @property {number} num_layers
+ * @property {number} num_heads
+ * @property {number} vocab_size
+ * @property {string[]} [layer_types]  each layer's mixer, transformers' names
+ * @property {number[]} [layer_heads]  each layer's heads (a Gated DeltaNet layer's value heads)
+ * @property {number | null} [sliding_window]  the window of the sliding layers, in tokens
+ * @property {number} max_map_tokens  the most tokens the page keeps every map for
+ * @property {string | null} [chat_template]
+ * @property {string} kernels  which kernels run (WebAssembly SIMD, threads, ...)
+ * @property {number} loadMs
+ * @property {boolean} [fromCache]
+ * @property {number} bytes
+ * @property {number} memory_bytes
+ */
+/** @typedef {{loaded: number, total: number, fromCache?: boolean}} Progress */
+/** @typedef {{resolve: (value: any) => void, reject: (error: Error) => void,
+ *   onProgress?: (progress: Progress) => void, onToken?: (step: any) => void}} PendingCall */
+
 const tag = document.querySelector("script[data-live-model]");
+if (tag !== null && !(tag instanceof HTMLScriptElement)) throw new Error("data-live-model must sit on a <script>");
 const workerUrl = new URL("./worker.js", import.meta.url);
 const modelUrl = tag && tag.dataset.liveModel ? new URL(tag.dataset.liveModel, document.baseURI).href : "";
 const modelBytes = tag ? Number(tag.dataset.liveBytes) || 0 : 0;
 
+/** @type {Worker | null} */
 let worker = null;
 let nextId = 1;
-const pending = new Map(); // id -> {resolve, reject, onProgress, onToken}
+/** @type {Map<number, PendingCall>} */
+const pending = new Map();
+/** @type {Promise<LiveInfo> | null} */
 let ready = null;
+/** @type {LiveInfo | null} */
 let loadedInfo = null;
+/** @type {number | null} */
 let generating = null; // the id of the generation under way
 
+/** @param {unknown} value */
 const describe = (value) => (value === null ? "null" : Array.isArray(value) ? "an array" : typeof value);
 
 // Why the model cannot run here, or null when it can.
@@ -61,15 +92,21 @@ function unavailableReason() {
 }
 
 // Whether the reader asked the browser to save data (a metered connection).
-const saveData = () => Boolean(navigator.connection && navigator.connection.saveData);
+const saveData = () => {
+  const connection = /** @type {{connection?: {saveData?: boolean}}} */ (navigator).connection;
+  return Boolean(connection && connection.saveData);
+};
 
+/** @param {{name: string, message: string}} message */
 function errorFrom(message) {
-  const Kind = { TypeError, RangeError }[message.name] || Error;
+  const Kind = message.name === "TypeError" ? TypeError : message.name === "RangeError" ? RangeError : Error;
   return new Kind(message.message);
 }
 
+/** @returns {Worker} */
 function startWorker() {
-  worker = new Worker(workerUrl, { type: "module" });
+  const started = new Worker(workerUrl, { type: "module" });
+  worker = started;
   worker.onmessage = (event) => {
     const message = event.data;
     const call = pending.get(message.id);
@@ -93,13 +130,21 @@ function startWorker() {
       pending.delete(id);
     }
   };
+  return started;
 }
 
+/**
+ * Send the worker a message; the Promise of its answer.
+ * @param {{type: string, id?: number, [field: string]: unknown}} message
+ * @param {{onProgress?: (progress: Progress) => void, onToken?: (step: any) => void}} [handlers]
+ * @returns {Promise<any>}
+ */
 function ask(message, handlers = {}) {
   return new Promise((resolve, reject) => {
-    message.id = nextId++;
-    pending.set(message.id, { resolve, reject, ...handlers });
-    worker.postMessage(message);
+    const id = nextId++;
+    message.id = id;
+    pending.set(id, { resolve, reject, ...handlers });
+    (worker ?? startWorker()).postMessage(message);
   });
 }
 
@@ -109,12 +154,17 @@ async function isCached() {
   return Boolean(cache && (await cache.match(modelUrl).catch(() => null)));
 }
 
-// Load the model (once); options.onProgress({loaded, total, fromCache}) while it arrives.
+/**
+ * Load the model (once); options.onProgress({loaded, total, fromCache}) while it arrives.
+ * @param {{onProgress?: (progress: Progress) => void}} [options]
+ * @returns {Promise<LiveInfo>}
+ */
 function load(options = {}) {
   const reason = unavailableReason();
   if (reason) return Promise.reject(new Error(reason));
   if (!ready) {
     if (!worker) startWorker();
+    /** @param {Progress} progress */
     const onProgress = (progress) => {
       api.lastProgress = progress;
       if (options.onProgress) options.onProgress(progress);
@@ -137,6 +187,11 @@ function load(options = {}) {
 // Load another model from the reader's own GGUF file (a File, e.g. from a file picker,
 // or an ArrayBuffer): read in the worker, never uploaded. Resolves to its info; rejects,
 // naming what is unsupported, and keeps the model it had.
+/**
+ * @param {unknown} file
+ * @param {{onProgress?: (progress: Progress) => void}} [options]
+ * @returns {Promise<LiveInfo>}
+ */
 function open(file, options = {}) {
   const isFile = typeof File !== "undefined" && file instanceof File;
   if (!isFile && !(file instanceof ArrayBuffer)) {
@@ -146,14 +201,17 @@ function open(file, options = {}) {
   if (reason && !/no model file/.test(reason)) return Promise.reject(new Error(reason));
   if (!worker) startWorker();
   const before = ready;
+  /** @type {Promise<LiveInfo>} */
   const opened = ask({ type: "open", file }, { onProgress: options.onProgress }).then((info) => {
     loadedInfo = Object.freeze(info);
     return info;
   });
-  ready = opened.catch(() => before); // a refused file leaves the model that was there
+  // a refused file leaves the model that was there (or none: null, and the worker says so)
+  ready = /** @type {Promise<LiveInfo>} */ (opened.catch(() => before));
   return opened;
 }
 
+/** @returns {LiveInfo} */
 function info() {
   if (!loadedInfo) throw new Error("the model is not loaded: call attnlabLive.load() first");
   return loadedInfo;
@@ -164,24 +222,33 @@ function loaded() {
   return ready;
 }
 
+/** @param {unknown} text @returns {Promise<{ids: number[], tokens: string[]}>} */
 function tokens(text) {
   if (typeof text !== "string") return Promise.reject(new TypeError(`text must be a string; got ${describe(text)}`));
   return loaded().then(() => ask({ type: "encode", text }));
 }
 
 // The text as a user's message in the model's chat template, or null without one.
+/** @param {unknown} text @returns {Promise<string | null>} */
 function chatPrompt(text) {
   if (typeof text !== "string") return Promise.reject(new TypeError(`text must be a string; got ${describe(text)}`));
   return loaded().then(() => ask({ type: "chat", text }));
 }
 
+/** @param {string} text @returns {Promise<number[]>} */
 const encode = (text) => tokens(text).then((result) => result.ids);
 
+/** @param {unknown} ids @returns {number[]} */
 function checkIdsArray(ids) {
   if (!Array.isArray(ids)) throw new TypeError(`ids must be an array of integer token ids; got ${describe(ids)}`);
   return ids.slice();
 }
 
+/**
+ * @param {unknown} options
+ * @param {string[]} allowed
+ * @returns {Record<string, any>}
+ */
 function checkOptions(options, allowed) {
   if (options === undefined || options === null) return {};
   if (typeof options !== "object" || Array.isArray(options)) throw new TypeError(`options must be an object; got ${describe(options)}`);
@@ -191,7 +258,7 @@ function checkOptions(options, allowed) {
   return options;
 }
 
-// {text, tokens} of token ids.
+/** @param {unknown} ids @returns {Promise<{text: string, tokens: string[]}>} {text, tokens} of token ids */
 function decode(ids) {
   try {
     ids = checkIdsArray(ids);
@@ -201,6 +268,12 @@ function decode(ids) {
   return loaded().then(() => ask({ type: "decode", ids }));
 }
 
+/**
+ * @param {unknown} ids
+ * @param {unknown} options  {ablate, return_attention}
+ * @returns {Promise<{logits: Float32Array, attention: Float32Array | null, T: number, S: number, ms: number,
+ *   top: {id: number, probability: number, token: string}[]}>}
+ */
 function run(ids, options) {
   let message;
   try {
@@ -211,30 +284,36 @@ function run(ids, options) {
     }
     message = { type: "run", ids, options: { ablate: ablate ? JSON.parse(JSON.stringify(ablate)) : null, return_attention } };
   } catch (error) {
-    return Promise.reject(error instanceof TypeError || error instanceof RangeError ? error : new TypeError(`ids and ablate must hold plain numbers; ${error.message}`));
+    return Promise.reject(error instanceof TypeError || error instanceof RangeError ? error : new TypeError(`ids and ablate must hold plain numbers; ${error instanceof Error ? error.message : error}`));
   }
   return loaded().then(() => ask(message));
 }
 
 const GENERATE_OPTIONS = ["max_new_tokens", "temperature", "top_k", "top_p", "seed", "stop_at_eos", "return_attention", "ablate", "onToken"];
 
-// The new ids after `ids`; options.onToken(step) for each as it comes.
+/**
+ * The new ids after `ids`; options.onToken(step) for each as it comes.
+ * @param {unknown} ids
+ * @param {unknown} options  generate's keywords and onToken
+ * @returns {Promise<number[]>}
+ */
 function generate(ids, options) {
+  /** @type {{type: string, id?: number, ids: number[], options: object}} */
   let message;
   let onToken;
   try {
-    ids = checkIdsArray(ids);
+    const checked = checkIdsArray(ids);
     const { onToken: callback, ...rest } = checkOptions(options, GENERATE_OPTIONS);
     if (callback !== undefined && typeof callback !== "function") throw new TypeError(`onToken must be a function; got ${describe(callback)}`);
     if (rest.max_new_tokens === undefined) throw new TypeError("max_new_tokens is required (an int >= 0)");
     onToken = callback;
-    message = { type: "generate", ids, options: rest };
+    message = { type: "generate", ids: checked, options: rest };
   } catch (error) {
     return Promise.reject(error);
   }
   return loaded().then(() => {
     const call = ask(message, { onToken });
-    generating = message.id;
+    generating = message.id ?? null;
     const done = () => {
       if (generating === message.id) generating = null;
     };
@@ -248,7 +327,7 @@ function stop() {
   if (generating !== null && worker) worker.postMessage({ type: "stop", target: generating, id: nextId++ });
 }
 
-const api = {
+export const api = {
   modelUrl,
   modelBytes,
   saveData,
@@ -264,6 +343,8 @@ const api = {
   run,
   generate,
   stop,
+  /** @type {Progress | null} the last progress of load(), for the tests */
   lastProgress: null,
 };
+/** @typedef {typeof api} LiveApi */
 window.attnlabLive = api;

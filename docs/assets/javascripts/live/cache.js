@@ -1,3 +1,4 @@
+// @ts-check
 // The browser's Cache Storage where the model's file is kept across visits: one name for
 // the worker, which fills and reads it, and the page's API, which asks whether it holds
 // the file. It exists in secure contexts only (https, or http on 127.0.0.1 / localhost).

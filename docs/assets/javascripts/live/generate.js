@@ -1,3 +1,4 @@
+// @ts-check
 // Generation for model.js's LlamaModel: src/attnlab/llama/generate.py's choices, with
 // the same names and defaults.
 //
@@ -8,7 +9,34 @@
 // not available here: the same seed gives the same text in the page, not Python's).
 import { checkIds, describe } from "./model.js";
 
-// The page's one seeded generator: uint32s from a 32-bit seed (mulberry32).
+/** @typedef {import("./model.js").LlamaModel} LlamaModel */
+/** @typedef {() => number} Uint32Generator  the next uint32 of a seeded stream */
+/**
+ * @typedef {object} GenerateOptions  generate's keywords (the Python's names), and the page's limit
+ * @property {number} [max_new_tokens]  required: refused by name when missing
+ * @property {number} [temperature]
+ * @property {number | null} [top_k]
+ * @property {number | null} [top_p]
+ * @property {number | null} [seed]
+ * @property {boolean} [stop_at_eos]
+ * @property {boolean} [return_attention]
+ * @property {Record<number, number[]> | null} [ablate]
+ * @property {number} [maxTokens]  the page's limit on prompt + new tokens
+ */
+/**
+ * @typedef {object} GenerateStep  one new token
+ * @property {number} id
+ * @property {Float32Array} logits
+ * @property {Float32Array | null} attention  the new query rows, layer by layer
+ * @property {number} T
+ * @property {number} S
+ */
+
+/**
+ * The page's one seeded generator: uint32s from a 32-bit seed (mulberry32).
+ * @param {number} seed
+ * @returns {Uint32Generator}
+ */
 export function mulberry32(seed) {
   let a = seed >>> 0;
   return function next() {
@@ -19,7 +47,7 @@ export function mulberry32(seed) {
   };
 }
 
-// A float in [0, 1) from a uint32 generator.
+/** @param {Uint32Generator} next @returns {number} a float in [0, 1) */
 export const uniform = (next) => next() / 4294967296;
 
 // attnlab.llama.LlamaModel.generate's keyword arguments and their defaults.
@@ -31,6 +59,7 @@ export const GENERATE_DEFAULTS = Object.freeze({
   stop_at_eos: false,
 });
 
+/** @param {string} name @param {unknown} value @param {string} wanted @returns {number} */
 function finite(name, value, wanted) {
   if (typeof value !== "number") throw new TypeError(`${name} must be ${wanted}; got ${describe(value)}`);
   if (!Number.isFinite(value)) throw new RangeError(`${name} must be ${wanted}; got ${value}`);
@@ -39,6 +68,7 @@ function finite(name, value, wanted) {
 
 // attnlab.llama.generate.Sampling: each field refused by name unless valid.
 export class Sampling {
+  /** @param {{temperature?: number, top_k?: number | null, top_p?: number | null, seed?: number | null}} [options] */
   constructor({ temperature = 0.0, top_k = null, top_p = null, seed = null } = {}) {
     finite("temperature", temperature, "a finite number >= 0");
     if (temperature < 0) throw new RangeError(`temperature must be a finite number >= 0; got ${temperature}`);
@@ -60,12 +90,19 @@ export class Sampling {
         `${name} filters sampling, which needs temperature > 0; got ${name}=${value} with temperature=0 (greedy decoding, which would ignore it)`
       );
     }
-    Object.assign(this, { temperature, top_k, top_p, seed });
+    /** @type {number} */
+    this.temperature = temperature;
+    /** @type {number | null} */
+    this.top_k = top_k;
+    /** @type {number | null} */
+    this.top_p = top_p;
+    /** @type {number | null} */
+    this.seed = seed;
   }
   get greedy() {
     return this.temperature === 0;
   }
-  // The seeded generator (a random seed when seed is null); null when greedy.
+  /** @returns {Uint32Generator | null} the seeded generator (a random seed when seed is null); null when greedy */
   generator() {
     if (this.greedy) return null;
     return mulberry32(this.seed === null ? Math.floor(Math.random() * 4294967296) : this.seed);
@@ -74,6 +111,11 @@ export class Sampling {
 
 // The scores sampling draws from (float64): scaled by the temperature, then top-k, then
 // top-p, the largest logit subtracted first; filtered tokens get -Infinity.
+/**
+ * @param {Float32Array} logits  (V,)
+ * @param {Sampling} sampling
+ * @returns {Float64Array}
+ */
 export function warpLogits(logits, sampling) {
   const V = logits.length;
   let max = -Infinity;
@@ -89,6 +131,7 @@ export function warpLogits(logits, sampling) {
     let total = 0;
     for (let v = 0; v < V; v++) total += Math.exp(scores[v]); // the max is 0: no overflow
     let massBelow = 0;
+    /** @type {number[]} */
     const drop = [];
     for (let i = 0; i < V - 1; i++) { // the most likely token always stays
       massBelow += Math.exp(scores[order[i]]) / total;
@@ -101,12 +144,19 @@ export function warpLogits(logits, sampling) {
 }
 
 // The next token: the most likely (greedy) or one drawn by `generator`.
+/**
+ * @param {Float32Array} logits  (V,)
+ * @param {Sampling} sampling
+ * @param {Uint32Generator | null} generator  null when greedy
+ * @returns {number}
+ */
 export function pickNextToken(logits, sampling, generator) {
   if (sampling.greedy) {
     let best = 0;
     for (let v = 1; v < logits.length; v++) if (logits[v] > logits[best]) best = v;
     return best;
   }
+  if (!generator) throw new Error("sampling needs a generator: Sampling.generator()");
   const scores = warpLogits(logits, sampling);
   let total = 0;
   for (let v = 0; v < scores.length; v++) total += scores[v] === -Infinity ? 0 : Math.exp(scores[v]);
@@ -122,6 +172,7 @@ export function pickNextToken(logits, sampling, generator) {
 }
 
 // max_new_tokens as attnlab.llama's check_length: an int >= 0.
+/** @param {unknown} value @returns {number} */
 export function checkMaxNewTokens(value) {
   if (typeof value !== "number" || !Number.isInteger(value)) {
     throw new TypeError(`max_new_tokens must be an int >= 0; got ${describe(value)} ${JSON.stringify(value)}`);
@@ -134,22 +185,29 @@ export function checkMaxNewTokens(value) {
 // attnlab.llama.generate_tokens: the prompt is read in one pass that fills the cache,
 // each step then feeds the token just chosen. Yields, per new token, {id, logits,
 // attention: the new query rows (num_layers, H, T, S) with return_attention, T, S}.
-export function* generateSteps(model, ids, options = {}) {
+/**
+ * @param {LlamaModel} model
+ * @param {unknown} ids
+ * @param {GenerateOptions} options
+ * @returns {Generator<GenerateStep, void, void>}
+ */
+export function* generateSteps(model, ids, options) {
   const { max_new_tokens, stop_at_eos = false, return_attention = false, ablate = null, maxTokens } = options;
   const n = checkMaxNewTokens(max_new_tokens);
   const sampling = new Sampling(options);
   if (typeof stop_at_eos !== "boolean") throw new TypeError(`stop_at_eos must be a boolean; got ${describe(stop_at_eos)}`);
-  const c = model.config;
-  ids = checkIds("input_ids", ids, c.vocab_size);
-  if (ids.length + n > c.context_length) {
-    throw new RangeError(`input_ids plus max_new_tokens must fit the context of ${c.context_length} tokens; got ${ids.length} + ${n}`);
+  const c = /** @type {import("./model.js").ModelSizes & {eos_token_id?: number | null}} */ (model.config);
+  const prompt = checkIds("input_ids", ids, c.vocab_size);
+  if (prompt.length + n > c.context_length) {
+    throw new RangeError(`input_ids plus max_new_tokens must fit the context of ${c.context_length} tokens; got ${prompt.length} + ${n}`);
   }
-  if (maxTokens !== undefined && ids.length + n > maxTokens) {
-    throw new RangeError(`input_ids plus max_new_tokens must be at most ${maxTokens} tokens (the page's limit); got ${ids.length} + ${n}`);
+  if (maxTokens !== undefined && prompt.length + n > maxTokens) {
+    throw new RangeError(`input_ids plus max_new_tokens must be at most ${maxTokens} tokens (the page's limit); got ${prompt.length} + ${n}`);
   }
   const generator = sampling.generator();
-  const cache = model.new_cache(ids.length + n);
-  let step = ids;
+  const cache = model.newCache({ capacity: prompt.length + n });
+  /** @type {ArrayLike<number>} */
+  let step = prompt;
   for (let i = 0; i < n; i++) {
     const out = model.forward(step, { cache, return_attention, ablate });
     const id = pickNextToken(out.logits, sampling, generator);
@@ -160,6 +218,12 @@ export function* generateSteps(model, ids, options = {}) {
 }
 
 // The new ids of generateSteps, all at once (Python's generate returns the prompt too).
+/**
+ * @param {LlamaModel} model
+ * @param {unknown} ids
+ * @param {GenerateOptions} options
+ * @returns {number[]}
+ */
 export function generate(model, ids, options) {
   return Array.from(generateSteps(model, ids, options), (step) => step.id);
 }

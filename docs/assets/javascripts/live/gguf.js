@@ -1,3 +1,4 @@
+// @ts-check
 // Reading a GGUF file (llama.cpp's format) in JavaScript: its metadata and its tensors,
 // parsed once; a tensor's rows dequantised on demand by quants.js, exactly as the Python
 // `gguf` package does it (gguf/quants.py).
@@ -45,7 +46,11 @@ const MIN_TENSOR_INFO_BYTES = 8 + 4 + 8 + 4 + 8;
 // scores and types: about 1.5 million), which bounds the memory the metadata takes
 const MAX_ARRAY_ITEMS = 2 ** 24;
 
-// A value as Python's repr writes it, for messages worded as attnlab.llama's.
+/**
+ * A value as Python's repr writes it, for messages worded as attnlab.llama's.
+ * @param {unknown} value
+ * @returns {string}
+ */
 export function repr(value) {
   if (typeof value === "string") return `'${value}'`;
   if (typeof value === "number") {
@@ -58,7 +63,11 @@ export function repr(value) {
   return String(value);
 }
 
-// A shape as Python's tuple: (256,) or (64, 256).
+/**
+ * A shape as Python's tuple: (256,) or (64, 256).
+ * @param {number[]} shape
+ * @returns {string}
+ */
 export const shapeText = (shape) => `(${shape.join(", ")}${shape.length === 1 ? "," : ""})`;
 
 const refuse = (message) => new RangeError(message);
@@ -105,7 +114,9 @@ class Cursor {
     const length = this.count(`length of ${what}`, 1);
     const at = this.take(length, what);
     try {
-      return this.decoder.decode(this.bytes.subarray(at, at + length));
+      const view = this.bytes.subarray(at, at + length);
+      // a shared memory's bytes (threads.js) are copied out: browsers decode no shared view
+      return this.decoder.decode(view.buffer instanceof ArrayBuffer ? view : view.slice());
     } catch {
       throw refuse(`the GGUF file's ${what} is not UTF-8 text`);
     }
@@ -153,9 +164,17 @@ class Cursor {
 // A 64-bit integer as a Number where exact, else as the BigInt (refused where used).
 const safeNumber = (big) => (big <= BigInt(Number.MAX_SAFE_INTEGER) && big >= -BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : big);
 
-// A tensor of the file: `rows` x `cols` (GGUF dims are innermost first: [cols, rows]),
-// its bytes a view on the file's. `row(r, out)` writes row r as float32 into `out`.
+/** A tensor of the file: `rows` x `cols` (GGUF dims are innermost first: [cols, rows]),
+ * its bytes a view on the file's. `row(r, out)` writes row r as float32 into `out`. */
 export class Tensor {
+  /**
+   * @param {string} name
+   * @param {number[]} dims innermost first
+   * @param {number} typeId ggml's type number
+   * @param {number} offset bytes from the file's start
+   * @param {number} byteLength
+   * @param {Uint8Array} file the whole file's bytes
+   */
   constructor(name, dims, typeId, offset, byteLength, file) {
     const info = TYPES[typeId];
     this.name = name;
@@ -168,19 +187,35 @@ export class Tensor {
     this.byteLength = byteLength;
     this.rowBytes = (this.cols / info.blockValues) * info.blockBytes;
     this.reader = info.row;
-    this.bind(file);
+    this.bytes = file.subarray(offset, offset + byteLength);
+    this.view = new DataView(this.bytes.buffer, this.bytes.byteOffset, byteLength);
+    this.int8 = new Int8Array(this.bytes.buffer, this.bytes.byteOffset, byteLength);
   }
-  // Views on `file` (a Uint8Array of the whole file): again after its buffer moves.
+
+  /**
+   * Views on `file` (a Uint8Array of the whole file): again after its buffer moves.
+   * @param {Uint8Array} file
+   */
   bind(file) {
     this.bytes = file.subarray(this.offset, this.offset + this.byteLength);
     this.view = new DataView(this.bytes.buffer, this.bytes.byteOffset, this.byteLength);
     this.int8 = new Int8Array(this.bytes.buffer, this.bytes.byteOffset, this.byteLength);
   }
+  /**
+   * Row r as float32, written into `out` (cols values).
+   * @param {number} r
+   * @param {Float32Array} out
+   * @returns {Float32Array} out
+   */
   row(r, out) {
     this.reader(this, r, out);
     return out;
   }
-  // The whole tensor as float32 (used for the small ones: norms' weights, biases).
+
+  /**
+   * The whole tensor as float32 (used for the small ones: norms' weights, biases).
+   * @returns {Float32Array}
+   */
   toFloat32() {
     const out = new Float32Array(this.rows * this.cols);
     for (let r = 0; r < this.rows; r++) this.row(r, out.subarray(r * this.cols, (r + 1) * this.cols));
@@ -192,6 +227,12 @@ export class Tensor {
 // moves every tensor's views to a new copy of the same bytes (WebAssembly memory that
 // grew) without reading the header again.
 export class GgufFile {
+  /**
+   * @param {number} version
+   * @param {Record<string, any>} metadata
+   * @param {Record<string, Tensor>} tensors
+   * @param {Uint8Array} bytes
+   */
   constructor(version, metadata, tensors, bytes) {
     this.version = version;
     this.metadata = metadata;
@@ -199,6 +240,10 @@ export class GgufFile {
     this.bytes = bytes;
     this.byteLength = bytes.byteLength;
   }
+  /**
+   * @param {Uint8Array} bytes the same bytes, elsewhere
+   * @returns {GgufFile}
+   */
   rebind(bytes) {
     if (bytes.byteLength !== this.byteLength) throw new RangeError("GGUF: rebind needs the same bytes");
     this.bytes = bytes;
@@ -211,6 +256,10 @@ export class GgufFile {
 // Every count, length, type, rank, dimension, offset and the alignment is checked
 // before anything is allocated or looped over; a refusal names the field and its value
 // in attnlab.llama.open_gguf's words.
+/**
+ * @param {ArrayBuffer | Uint8Array} file
+ * @returns {GgufFile}
+ */
 export function readGguf(file) {
   const bytes = file instanceof Uint8Array ? file : new Uint8Array(file);
   const cursor = new Cursor(bytes);
@@ -293,6 +342,7 @@ const HALF_FIELDS = { Q8_0: [0], Q4_0: [0], Q4_1: [0, 2], Q5_0: [0], Q5_1: [0, 2
 
 // Refuse a tensor holding NaN or infinity (a block scale counts), by name, in
 // attnlab.llama's words; read from the raw bytes, nothing dequantised.
+/** @param {Tensor} tensor */
 export function checkFinite(tensor) {
   const { bytes, view } = tensor;
   const info = TYPES[tensor.typeId];

@@ -1,571 +1,84 @@
-// The forward pass's hot loop in WebAssembly SIMD, assembled here from readable
-// instructions (no compiler, no build step, no binary in the repository).
-//
-// Nine functions, on a WebAssembly.Memory that also holds the GGUF file's bytes:
-//   dequant_q4_1(src, blocks, dst, half): `blocks` Q4_1 blocks at src -> float32 at dst,
-//       value = d * nibble + m in float32, as gguf/quants.py (half: a float16 -> float32
-//       table of 65,536 entries in the same memory);
-//   dequant_q8_0(src, blocks, dst, half): the same for Q8_0 (value = d * int8);
-//   matmul(x, T, cols, W, rows, out, xStride): out (T, rows) = x (T, cols) @ W.T, in tiles of
-//       four rows by two tokens, four lanes of float32 at a time (cols a multiple of 4):
-//       every Linear, and the attention's scores (queries @ keys.T);
-//   matvec_q4_1 / matvec_q8_0(x, src, rows, blocks, half, out, xsum): one token's
-//       product with quantised rows, each block's d (and m) applied to its dot product,
-//       no dequantised matrix written (decoding: every weight read once);
-//   matmul_nn(x, T, K, B, N, out, outStride): out (T, N) = x (T, K) @ B (K, N): the attention's
-//       weights @ values;
-//   softmax_rows(src, stride, T, first, scale, dst): the causal softmax of a block of
-//       scores; silu_mul(gate, up, n, out): SwiGLU's silu(gate) * up; rms_norm(x, T, d,
-//       weight, eps, out): RMSNorm. The exponentials are float32 (expOf, below).
-// model.js's JsKernels does the same arithmetic in plain JavaScript; the results agree
-// to float32 rounding: the sums are added in another order (matvec applies each block's
-// scale to its dot product instead of to each weight), the multiply-adds may be fused,
-// and exp is float64 there, float32 here (clamped: see expOf).
+// @ts-check
+// The forward pass's kernels in WebAssembly SIMD (wasm-module.js assembles the module):
+// WasmKernels keeps the GGUF file's bytes in the module's memory, with a workspace after
+// them, and computes what model.js asks of its kernels (linear, attention, rmsNorm,
+// gatedAct, logits); what its workspace cannot hold goes to jskernels.js's JsKernels.
 import { HALF_TABLE } from "./gguf.js";
-import { JsKernels } from "./model.js";
+import { JsKernels } from "./jskernels.js";
+import { MAX_PAGES, moduleBytes, relaxedSupported, simdSupported } from "./wasm-module.js";
 
-// --- a tiny assembler: WebAssembly's binary format, one instruction per helper -------
-
-const I32 = 0x7f;
-const F32 = 0x7d;
-const V128 = 0x7b;
-
-function uleb(n) {
-  let out = [];
-  do {
-    let byte = n & 0x7f;
-    n >>>= 7;
-    out.push(n ? byte | 0x80 : byte);
-  } while (n);
-  return out;
-}
-function sleb(n) {
-  let out = [];
-  for (;;) {
-    let byte = n & 0x7f;
-    n >>= 7;
-    let done = (n === 0 && !(byte & 0x40)) || (n === -1 && byte & 0x40);
-    out.push(done ? byte : byte | 0x80);
-    if (done) return out;
-  }
-}
-function str(s) {
-  let bytes = Array.from(new TextEncoder().encode(s));
-  return uleb(bytes.length).concat(bytes);
-}
-function vec(items) {
-  return uleb(items.length).concat([].concat.apply([], items));
-}
-function section(id, body) {
-  return [id].concat(uleb(body.length), body);
-}
-
-const op = {
-  block: [0x02, 0x40], loop: [0x03, 0x40], end: [0x0b],
-  br: function (depth) { return [0x0c].concat(uleb(depth)); },
-  br_if: function (depth) { return [0x0d].concat(uleb(depth)); },
-  get: function (local) { return [0x20].concat(uleb(local)); },
-  set: function (local) { return [0x21].concat(uleb(local)); },
-  i32: function (n) { return [0x41].concat(sleb(n)); },
-  add: [0x6a], mul: [0x6c], shl: [0x74], shr_u: [0x76], and: [0x71],
-  lt_u: [0x49], ge_u: [0x4f], gt_u: [0x4b],
-  load8_u: [0x2d, 0, 0], load8_s: [0x2c, 0, 0], load16_u: [0x2f, 1, 0],
-  f32_load: [0x2a, 2, 0], f32_store: [0x38, 2, 0],
-  f32_add: [0x92], f32_mul: [0x94], f32_zero: [0x43, 0, 0, 0, 0], f32_from_u32: [0xb3], f32_from_i32: [0xb2],
-  v128_load: [0xfd, 0x00, 2, 0], v128_zero: [0xfd, 0x0c].concat(new Array(16).fill(0)),
-  f32x4_add: [0xfd, 0xe4, 0x01], f32x4_mul: [0xfd, 0xe6, 0x01],
-  lane: function (i) { return [0xfd, 0x1f, i]; }, // f32x4.extract_lane
-  v128_store: [0xfd, 0x0b, 2, 0], f32x4_splat: [0xfd, 0x13], i8x16_splat: [0xfd, 0x0f],
-  v128_and: [0xfd, 0x4e], i8x16_shr_u: [0xfd, 0x6d],
-  // widen the low or high half of the lanes: 8 -> 16 bits, 16 -> 32 bits (s/u: signed or not)
-  i16_low_u: [0xfd, 0x89, 0x01], i16_high_u: [0xfd, 0x8a, 0x01],
-  i16_low_s: [0xfd, 0x87, 0x01], i16_high_s: [0xfd, 0x88, 0x01],
-  i32_low_u: [0xfd, 0xa9, 0x01], i32_high_u: [0xfd, 0xaa, 0x01],
-  i32_low_s: [0xfd, 0xa7, 0x01], i32_high_s: [0xfd, 0xa8, 0x01],
-  f32x4_from_u32: [0xfd, 0xfb, 0x01], f32x4_from_i32: [0xfd, 0xfa, 0x01],
-  f32x4_sub: [0xfd, 0xe5, 0x01], f32x4_div: [0xfd, 0xe7, 0x01], f32x4_neg: [0xfd, 0xe1, 0x01],
-  f32x4_min: [0xfd, 0xe8, 0x01], f32x4_max: [0xfd, 0xe9, 0x01], f32x4_nearest: [0xfd, 0x6a],
-  i32x4_from_f32: [0xfd, 0xf8, 0x01], i32x4_add: [0xfd, 0xae, 0x01], i32x4_shl: [0xfd, 0xab, 0x01],
-  i32x4_splat: [0xfd, 0x11], i32x4_lt_s: [0xfd, 0x39], f32x4_gt: [0xfd, 0x44], bitselect: [0xfd, 0x52],
-  f32_sub: [0x93], f32_div: [0x95], f32_max: [0x97], f32_sqrt: [0x91],
-  f32_const: function (n) { return [0x43].concat(Array.from(new Uint8Array(Float32Array.of(n).buffer))); },
-  f32x4_const: function (n) { // v128.const with four equal float32 lanes
-    return [0xfd, 0x0c].concat(...Array(4).fill(Array.from(new Uint8Array(Float32Array.of(n).buffer))));
-  },
-  i32x4_const: function (a, b, c, d) { return [0xfd, 0x0c].concat(Array.from(new Uint8Array(Int32Array.of(a, b, c, d).buffer))); },
-};
-function code() { // flatten instructions (arrays of bytes, nested) into one array
-  let out = [];
-  (function walk(items) {
-    items.forEach(function (item) { if (Array.isArray(item)) walk(item); else out.push(item); });
-  })(Array.prototype.slice.call(arguments));
-  return out;
-}
-// acc + a * b on f32x4 lanes: a multiply and an add, or, in modules built with `relaxed`
-// where the engine has relaxed SIMD (Chromium; Node 20 behind
-// --experimental-wasm-relaxed-simd, which the tests leave off, so Node tests the other
-// path), f32x4.relaxed_madd: one fused multiply-add where the CPU has one (V8 on x86-64
-// with FMA3, ARM64), rounded once instead of twice; the spec also allows the two steps.
-let RELAXED = false;
-function madd(acc, a, b) {
-  return RELAXED ? code(a, b, acc, [0xfd, 0x85, 0x02]) : code(acc, a, b, op.f32x4_mul, op.f32x4_add);
-}
-// v128.load, v128.store and v128.load32_splat (one float32 in every lane) at a constant
-// byte offset from the address on the stack.
-const vload = (offset) => [0xfd, 0x00, 2].concat(uleb(offset));
-const vstore = (offset) => [0xfd, 0x0b, 2].concat(uleb(offset));
-const splatLoad = (offset) => [0xfd, 0x09, 2].concat(uleb(offset));
-function incr(local, n) { return code(op.get(local), op.i32(n), op.add, op.set(local)); }
-
-// --- matmul(x, T, cols, W, rows, out, xStride) -----------------------------------------
-// Tiles of TILE_ROWS weight rows x TILE_TOKENS tokens: each weight vector loaded once
-// serves every token of the tile, each token vector every row (8 products, 6 loads).
-// x's rows are xStride floats apart (cols, or wider: one head of the queries).
-// params 0..6; i32 locals: r, t, c, wRow, x_k (one per token of a tile), rowBytes, o,
-// outStride, xRowBytes, w_i (one per row of a tile); v128 locals: acc (row i, token k),
-// w_i, then the token vector being used.
-const X = 0, T = 1, COLS = 2, W = 3, ROWS = 4, OUT = 5, XSTRIDE = 6;
-// Measured on the shared 2-core machine (Zen 4, Node 20, T = 128, 1536 x 576 and
-// 576 x 1536, CPU time), in GMAC/s with relaxed SIMD's multiply-add / without:
-// 4 x 2 25.0 / 19.4, 2 x 4 24.8 / 18.7, 3 x 3 25.0 / 10.8, 2 x 3 19.7 / 18.0, 3 x 4
-// 12.1 / 12.8. Eight accumulators hide the multiply-add's latency on two pipes; more
-// than the 15 vector registers V8 allocates (accumulators + weights + one token
-// vector) spill. Loading a token's vector once per step, not once per row, is what
-// keeps 4 x 2 in registers: V8 hoists every load of the step before its first product.
-const TILE_ROWS = 4;
-const TILE_TOKENS = 2;
-const R = 7, TOK = 8, C = 9, WROW = 10, X0 = 11, ROWBYTES = 11 + TILE_TOKENS, O = 12 + TILE_TOKENS, STRIDE = 13 + TILE_TOKENS;
-const XROWBYTES = 14 + TILE_TOKENS;
-const WP = 15 + TILE_TOKENS; // row i of the tile starts at w_i = wRow + i * rowBytes
-const ACC = WP + TILE_ROWS, WV = ACC + TILE_ROWS * TILE_TOKENS, XV = WV + TILE_ROWS;
-
-function hsum(acc) { // the four lanes of acc, summed: (l0 + l1) + (l2 + l3)
-  return code(op.get(acc), op.lane(0), op.get(acc), op.lane(1), op.f32_add,
-    op.get(acc), op.lane(2), op.get(acc), op.lane(3), op.f32_add, op.f32_add);
-}
-// acc(i, k) += w_i * x_k[c .. c+3] for rows i < nRows, tokens k < nTok, over the whole
-// row (do-while: cols >= 4); row i's weights start at wRow + i * rowBytes.
-function dotLoop(nRows, nTok) {
-  let body = [];
-  for (let i = 0; i < nRows; i++) body.push(op.get(WP + i), op.get(C), op.add, op.v128_load, op.set(WV + i));
-  for (let k = 0; k < nTok; k++) { // token k's four values, loaded once for every row
-    body.push(op.get(X0 + k), op.get(C), op.add, op.v128_load, op.set(XV));
-    for (let i2 = 0; i2 < nRows; i2++) {
-      const acc = ACC + TILE_TOKENS * i2 + k;
-      body.push(madd(op.get(acc), op.get(WV + i2), op.get(XV)), op.set(acc));
-    }
-  }
-  return code(op.i32(0), op.set(C), op.loop, body, incr(C, 16),
-    op.get(C), op.get(ROWBYTES), op.lt_u, op.br_if(0), op.end);
-}
-// x_k = x + (t + k) * xRowBytes; acc = 0; dot; out[(t + k) * rows + r + i] = sum(acc(i, k)).
-function tile(nRows, nTok) {
-  let setup = [];
-  for (let k = 0; k < nTok; k++) {
-    setup.push(op.get(X), op.get(TOK), op.i32(k), op.add, op.get(XROWBYTES), op.mul, op.add, op.set(X0 + k));
-    for (let i = 0; i < nRows; i++) setup.push(op.v128_zero, op.set(ACC + TILE_TOKENS * i + k));
-  }
-  let store = [op.get(OUT), op.get(TOK), op.get(ROWS), op.mul, op.get(R), op.add, op.i32(2), op.shl, op.add, op.set(O)];
-  for (let k2 = 0; k2 < nTok; k2++) {
-    for (let i2 = 0; i2 < nRows; i2++) {
-      store.push(op.get(O), op.i32(4 * i2), op.add, hsum(ACC + TILE_TOKENS * i2 + k2), op.f32_store);
-    }
-    store.push(op.get(O), op.get(STRIDE), op.add, op.set(O));
-  }
-  return code(setup, dotLoop(nRows, nTok), store, incr(TOK, nTok));
-}
-// For the rows r .. r + nRows - 1: every token, four at a time, then one at a time.
-function rowsPass(nRows) {
-  return code(
-    op.get(W), op.get(R), op.get(ROWBYTES), op.mul, op.add, op.set(WROW),
-    Array.from({ length: nRows }, (_, i) => [op.get(WROW), op.get(ROWBYTES), op.i32(i), op.mul, op.add, op.set(WP + i)]),
-    op.i32(0), op.set(TOK),
-    op.block, op.loop, // while t + TILE_TOKENS <= T
-    op.get(TOK), op.i32(TILE_TOKENS), op.add, op.get(T), op.gt_u, op.br_if(1),
-    tile(nRows, TILE_TOKENS), op.br(0),
-    op.end, op.end,
-    op.block, op.loop, // while t < T
-    op.get(TOK), op.get(T), op.ge_u, op.br_if(1),
-    tile(nRows, 1), op.br(0),
-    op.end, op.end,
-    incr(R, nRows)
-  );
-}
-const matmulBody = () => code(
-  op.get(COLS), op.i32(2), op.shl, op.set(ROWBYTES),
-  op.get(XSTRIDE), op.i32(2), op.shl, op.set(XROWBYTES),
-  op.get(ROWS), op.i32(2), op.shl, op.set(STRIDE),
-  op.i32(0), op.set(R),
-  op.block, op.loop, // TILE_ROWS rows at a time while r + TILE_ROWS <= rows
-  op.get(R), op.i32(TILE_ROWS), op.add, op.get(ROWS), op.gt_u, op.br_if(1),
-  rowsPass(TILE_ROWS), op.br(0),
-  op.end, op.end,
-  op.block, op.loop, // then one row at a time
-  op.get(R), op.get(ROWS), op.ge_u, op.br_if(1),
-  rowsPass(1), op.br(0),
-  op.end, op.end
-);
-const matmulLocals = [[8 + TILE_TOKENS + TILE_ROWS, I32], [TILE_ROWS * TILE_TOKENS + TILE_ROWS + 1, V128]];
-
-// --- dequant_q4_1(src, blocks, dst, half) and dequant_q8_0 -----------------------------
-// params 0..3; i32 local: b 4; v128 locals: d 5, m 6, bytes 7, half16 8.
-// Sixteen bytes widen to sixteen float32 lanes in four steps of four:
-// u8/i8 x16 -> (low, high) 16-bit x8 -> (low, high) 32-bit x4 -> float32 x4.
-const SRC = 0, BLOCKS = 1, DST = 2, HALF = 3, B = 4, DV = 5, MV = 6, BYTES = 7, HALF16 = 8;
-function halfAt(offset) { // half[u16 at src + offset] as f32
-  return code(op.get(HALF), op.get(SRC), op.i32(offset), op.add, op.load16_u, op.i32(2), op.shl, op.add, op.f32_load);
-}
-// dst[offset .. offset + 15] = d * bytes + (m) for the 16 bytes in local BYTES.
-function widenStore(offset, signed, withMinimum) {
-  let to16 = signed ? [op.i16_low_s, op.i16_high_s] : [op.i16_low_u, op.i16_high_u];
-  let to32 = signed ? [op.i32_low_s, op.i32_high_s] : [op.i32_low_u, op.i32_high_u];
-  const toFloat = op.f32x4_from_i32; // exact for bytes; the unsigned conversion is slow on x86
-  let out = [];
-  for (let half = 0; half < 2; half++) {
-    out.push(op.get(BYTES), to16[half], op.set(HALF16));
-    for (let quarter = 0; quarter < 2; quarter++) {
-      out.push(op.get(DST), op.i32(4 * (offset + 8 * half + 4 * quarter)), op.add,
-        op.get(HALF16), to32[quarter], toFloat, op.get(DV), op.f32x4_mul);
-      if (withMinimum) out.push(op.get(MV), op.f32x4_add);
-      out.push(op.v128_store);
-    }
-  }
-  return code(out);
-}
-function blockLoop(blockBytes, body) { // for b in 0 .. blocks - 1: body; src += blockBytes; dst += 32 floats
-  return code(
-    op.i32(0), op.set(B),
-    op.block, op.loop,
-    op.get(B), op.get(BLOCKS), op.ge_u, op.br_if(1),
-    body,
-    incr(SRC, blockBytes), incr(DST, 128), incr(B, 1), op.br(0),
-    op.end, op.end
-  );
-}
-// Q4_1 (20 bytes): float16 d, float16 m, then byte j = value j (low nibble), j + 16 (high).
-const dequantBody = blockLoop(20, code(
-  halfAt(0), op.f32x4_splat, op.set(DV), halfAt(2), op.f32x4_splat, op.set(MV),
-  op.get(SRC), op.i32(4), op.add, op.v128_load, op.i32(15), op.i8x16_splat, op.v128_and, op.set(BYTES),
-  widenStore(0, false, true),
-  op.get(SRC), op.i32(4), op.add, op.v128_load, op.i32(4), op.i8x16_shr_u, op.set(BYTES),
-  widenStore(16, false, true)
-));
-// Q8_0 (34 bytes): float16 d, then 32 int8; value = d * int8.
-const dequantQ8Body = blockLoop(34, code(
-  halfAt(0), op.f32x4_splat, op.set(DV),
-  op.get(SRC), op.i32(2), op.add, op.v128_load, op.set(BYTES), widenStore(0, true, false),
-  op.get(SRC), op.i32(18), op.add, op.v128_load, op.set(BYTES), widenStore(16, true, false)
-));
-const dequantLocals = [[1, I32], [4, V128]];
-
-// --- matvec_q4_1 / matvec_q8_0(x, src, rows, blocks, half, out, xsum) ----------------
-// One token's product with a quantised matrix without writing the dequantised weights:
-// out[r] = sum over blocks of d * (q . x_block) (+ m * sum(x_block) for Q4_1), the
-// block sums of x given at xsum. The decoding step (T = 1) reads every weight once.
-// params 0..6; i32 locals r 7, b 8, xp 9, sp 10; v128 acc 11, dv 12, bytes 13,
-// half16 14, bv 15; f32 macc 16.
-const MX = 0, MSRC = 1, MROWS = 2, MBLOCKS = 3, MHALF = 4, MOUT = 5, MXSUM = 6;
-const MR = 7, MB = 8, XP = 9, SP = 10, MACC = 11, MDV = 12, MBYTES = 13, MHALF16 = 14, BV = 15, MMACC = 16;
-function mHalfAt(offset) { // half[u16 at src + offset] as f32
-  return code(op.get(MHALF), op.get(MSRC), op.i32(offset), op.add, op.load16_u, op.i32(2), op.shl, op.add, op.f32_load);
-}
-// bv += float(16 bytes of MBYTES, widened) * x[xp + xOffset ..] (16 values)
-function widenDot(xOffset, signed) {
-  const to16 = signed ? [op.i16_low_s, op.i16_high_s] : [op.i16_low_u, op.i16_high_u];
-  const to32 = signed ? [op.i32_low_s, op.i32_high_s] : [op.i32_low_u, op.i32_high_u];
-  const toFloat = op.f32x4_from_i32; // exact for bytes either way; the unsigned conversion is slow on x86
-  const out = [];
-  for (let half = 0; half < 2; half++) {
-    out.push(op.get(MBYTES), to16[half], op.set(MHALF16));
-    for (let quarter = 0; quarter < 2; quarter++) {
-      out.push(madd(op.get(BV), [op.get(MHALF16), to32[quarter], toFloat],
-        [op.get(XP), vload(4 * (xOffset + 8 * half + 4 * quarter))]), op.set(BV));
-    }
-  }
-  return code(out);
-}
-function matvecBody(blockBytes, blockCode) {
-  return code(
-    op.i32(0), op.set(MR),
-    op.block, op.loop,
-    op.get(MR), op.get(MROWS), op.ge_u, op.br_if(1),
-    op.v128_zero, op.set(MACC), op.f32_zero, op.set(MMACC),
-    op.get(MX), op.set(XP), op.get(MXSUM), op.set(SP), op.i32(0), op.set(MB),
-    op.block, op.loop,
-    op.get(MB), op.get(MBLOCKS), op.ge_u, op.br_if(1),
-    op.v128_zero, op.set(BV),
-    blockCode,
-    op.get(MACC), op.get(BV), op.get(MDV), op.f32x4_mul, op.f32x4_add, op.set(MACC),
-    incr(MSRC, blockBytes), incr(XP, 128), incr(SP, 4), incr(MB, 1), op.br(0),
-    op.end, op.end,
-    op.get(MOUT), op.get(MR), op.i32(2), op.shl, op.add, hsum(MACC), op.get(MMACC), op.f32_add, op.f32_store,
-    incr(MR, 1), op.br(0),
-    op.end, op.end
-  );
-}
-const matvecQ4Body = () => matvecBody(20, code(
-  mHalfAt(0), op.f32x4_splat, op.set(MDV),
-  op.get(MMACC), mHalfAt(2), op.get(SP), op.f32_load, op.f32_mul, op.f32_add, op.set(MMACC),
-  op.get(MSRC), op.i32(4), op.add, op.v128_load, op.i32(15), op.i8x16_splat, op.v128_and, op.set(MBYTES),
-  widenDot(0, false),
-  op.get(MSRC), op.i32(4), op.add, op.v128_load, op.i32(4), op.i8x16_shr_u, op.set(MBYTES),
-  widenDot(16, false)
-));
-const matvecQ8Body = () => matvecBody(34, code(
-  mHalfAt(0), op.f32x4_splat, op.set(MDV),
-  op.get(MSRC), op.i32(2), op.add, op.v128_load, op.set(MBYTES), widenDot(0, true),
-  op.get(MSRC), op.i32(18), op.add, op.v128_load, op.set(MBYTES), widenDot(16, true)
-));
-const matvecLocals = [[4, I32], [5, V128], [1, F32]];
-
-// --- exp on four float32 lanes --------------------------------------------------------
-// Cephes' expf, as most SIMD libraries write it: exp(x) = 2^n * exp(r) with n the
-// nearest integer to x / ln 2 and |r| <= ln 2 / 2, exp(r) = 1 + r + r^2 P(r) with P of
-// degree 5 (within 2 ulp of the exact value). x is clamped to [-87.34, 88] first, where
-// 2^n stays a normal float32, and a lane below -87.34 gives 0 (as float32 exp does
-// below -103.9: a softmax weight under 1.2e-38 is zero either way).
-const LOG2E = 1.44269504088896341;
-const LN2_HIGH = 0.693359375; // ln 2 = LN2_HIGH + LN2_LOW, the high part exact in float32
-const LN2_LOW = -2.12194440e-4;
-const EXP_POLY = [1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1];
-const vconst = op.f32x4_const;
-// exp of the v128 local x (overwritten), left on the stack; n and r: v128 scratch locals.
-function expOf(x, n, r) {
-  return code(
-    op.get(x), vconst(88), op.f32x4_min, vconst(-87.33654), op.f32x4_max, op.set(x),
-    op.get(x), vconst(LOG2E), op.f32x4_mul, op.f32x4_nearest, op.set(n),
-    op.get(x), op.get(n), vconst(LN2_HIGH), op.f32x4_mul, op.f32x4_sub,
-    op.get(n), vconst(LN2_LOW), op.f32x4_mul, op.f32x4_sub, op.set(r),
-    vconst(EXP_POLY[0]), EXP_POLY.slice(1).map((c) => [op.get(r), op.f32x4_mul, vconst(c), op.f32x4_add]),
-    op.get(r), op.get(r), op.f32x4_mul, op.f32x4_mul, op.get(r), op.f32x4_add, vconst(1), op.f32x4_add,
-    // times 2^n: n + 127 in the exponent's bits
-    op.get(n), op.i32x4_from_f32, op.i32x4_const(127, 127, 127, 127), op.i32x4_add, op.i32(23), op.i32x4_shl,
-    op.f32x4_mul,
-    op.get(x), vconst(-87.33654), op.f32x4_gt, op.v128_and // zero where x was clamped from below (or NaN)
-  );
-}
-
-// --- silu_mul(gate, up, n, out): out = silu(gate) * up, n values (a multiple of 4) -------
-// silu(g) = g / (1 + exp(-g)), SwiGLU's hidden layer. params 0..3; i32 local: byte 4;
-// v128 locals: g 5, x 6, n 7, r 8.
-const SG = 0, SU = 1, SN = 2, SO = 3, SI = 4, SGV = 5, SX = 6, SNV = 7, SR = 8;
-const siluBody = () => code(
-  op.get(SN), op.i32(2), op.shl, op.set(SN), op.i32(0), op.set(SI),
-  op.block, op.loop,
-  op.get(SI), op.get(SN), op.ge_u, op.br_if(1),
-  op.get(SG), op.get(SI), op.add, op.v128_load, op.set(SGV),
-  op.get(SGV), op.f32x4_neg, op.set(SX),
-  op.get(SO), op.get(SI), op.add,
-  op.get(SGV), vconst(1), expOf(SX, SNV, SR), op.f32x4_add, op.f32x4_div,
-  op.get(SU), op.get(SI), op.add, op.v128_load, op.f32x4_mul,
-  op.v128_store,
-  incr(SI, 16), op.br(0),
-  op.end, op.end
-);
-const siluLocals = [[1, I32], [4, V128]];
-
-// --- softmax_rows(src, stride, T, first, scale, dst): the causal softmax ---------------
-// T rows of scores, `stride` floats apart (a multiple of 4) in src and dst; row i keeps
-// its first `first + i` entries (the keys up to the query's position): dst = softmax of
-// those entries times `scale`, and zeros after them. Four lanes at a time; the lanes past
-// a row's last key are masked (to -inf for the maximum, to 0 after the exponential).
-// params 0..5 (scale f32); i32 locals i 6, n 7, e 8, sp 9, dp 10, strideBytes 11;
-// v128 locals v 12, max 13, sum 14, expN 15, expR 16; f32 local total 17.
-const PS = 0, PSTRIDE = 1, PT = 2, PFIRST = 3, PSCALE = 4, PD = 5;
-const PI = 6, PN = 7, PE = 8, PSP = 9, PDP = 10, PSB = 11, PV = 12, PMAX = 13, PSUM = 14, PXN = 15, PXR = 16, PTOT = 17;
-// the lanes e .. e + 3 that are keys of this row (all ones) or not (zeros)
-const keyLanes = () => code(op.get(PE), op.i32x4_splat, op.i32x4_const(0, 1, 2, 3), op.i32x4_add,
-  op.get(PN), op.i32x4_splat, op.i32x4_lt_s);
-// for e = 0, 4, ... while e < limit (a local): body
-function lanesLoop(limit, body) {
-  return code(op.i32(0), op.set(PE), op.block, op.loop,
-    op.get(PE), op.get(limit), op.ge_u, op.br_if(1), body, incr(PE, 4), op.br(0), op.end, op.end);
-}
-const scaled = () => code(op.get(PSP), op.get(PE), op.i32(2), op.shl, op.add, op.v128_load,
-  op.get(PSCALE), op.f32x4_splat, op.f32x4_mul);
-const dstAt = () => code(op.get(PDP), op.get(PE), op.i32(2), op.shl, op.add);
-const softmaxBody = () => code(
-  op.get(PSTRIDE), op.i32(2), op.shl, op.set(PSB),
-  op.get(PS), op.set(PSP), op.get(PD), op.set(PDP), op.get(PFIRST), op.set(PN), op.i32(0), op.set(PI),
-  op.block, op.loop,
-  op.get(PI), op.get(PT), op.ge_u, op.br_if(1),
-  // the row's maximum
-  vconst(-Infinity), op.set(PMAX),
-  lanesLoop(PN, code(op.get(PMAX), scaled(), vconst(-Infinity), keyLanes(), op.bitselect, op.f32x4_max, op.set(PMAX))),
-  op.get(PMAX), op.lane(0), op.get(PMAX), op.lane(1), op.f32_max,
-  op.get(PMAX), op.lane(2), op.get(PMAX), op.lane(3), op.f32_max, op.f32_max, op.f32x4_splat, op.set(PMAX),
-  // the exponentials, and their sum
-  op.v128_zero, op.set(PSUM),
-  lanesLoop(PN, code(scaled(), op.get(PMAX), op.f32x4_sub, op.set(PV),
-    expOf(PV, PXN, PXR), keyLanes(), op.v128_and, op.set(PV),
-    dstAt(), op.get(PV), op.v128_store, op.get(PSUM), op.get(PV), op.f32x4_add, op.set(PSUM))),
-  hsum(PSUM), op.set(PTOT),
-  // divided by the sum; zeros after the row's keys
-  lanesLoop(PN, code(dstAt(), dstAt(), op.v128_load, op.get(PTOT), op.f32x4_splat, op.f32x4_div, op.v128_store)),
-  op.block, op.loop, // e continues from the first group past the keys
-  op.get(PE), op.get(PSTRIDE), op.ge_u, op.br_if(1),
-  dstAt(), op.v128_zero, op.v128_store, incr(PE, 4), op.br(0),
-  op.end, op.end,
-  op.get(PSP), op.get(PSB), op.add, op.set(PSP), op.get(PDP), op.get(PSB), op.add, op.set(PDP),
-  incr(PN, 1), incr(PI, 1), op.br(0),
-  op.end, op.end
-);
-const softmaxLocals = [[6, I32], [5, V128], [1, F32]];
-
-// --- matmul_nn(x, T, K, B, N, out, outStride): out (T, N) = x (T, K) @ B (K, N) ----------
-// B not transposed (the values (S, D) of the attention's mixing; N a multiple of 4);
-// out's rows outStride floats apart (N, or wider: one head of the context vectors).
-// Tiles of two tokens x sixteen columns: step k loads B's four vectors of row k once
-// and each token's x[t, k] once, splat to four lanes (8 products, 6 loads).
-// params 0..6; i32 locals c0 7, t 8, k 9, bp 10, x_0 11, x_1 12, rowBytesB 13,
-// rowBytesX 14, o 15, rowBytesOut 16; v128 locals acc 17..24 (token j, vector v:
-// 17 + 4j + v), b 25..28, s 29..30.
-const NX = 0, NT = 1, NK = 2, NB = 3, NN = 4, NO = 5, NOS = 6;
-const NC0 = 7, NTOK = 8, NKK = 9, NBP = 10, NX0 = 11, NRB = 13, NRX = 14, NOP = 15, NRO = 16, NACC = 17, NBV = 25, NS = 29;
-function tileNN(nTok, nVec) {
-  const acc = (j, v) => NACC + 4 * j + v;
-  const out = [];
-  for (let j = 0; j < nTok; j++) {
-    out.push(op.get(NX), op.get(NTOK), op.i32(j), op.add, op.get(NRX), op.mul, op.add, op.set(NX0 + j));
-    for (let v = 0; v < nVec; v++) out.push(op.v128_zero, op.set(acc(j, v)));
-  }
-  out.push(op.get(NB), op.get(NC0), op.i32(2), op.shl, op.add, op.set(NBP), op.i32(0), op.set(NKK), op.loop);
-  for (let v = 0; v < nVec; v++) out.push(op.get(NBP), vload(16 * v), op.set(NBV + v));
-  for (let j = 0; j < nTok; j++) out.push(op.get(NX0 + j), op.get(NKK), op.add, splatLoad(0), op.set(NS + j));
-  for (let j = 0; j < nTok; j++) {
-    for (let v = 0; v < nVec; v++) out.push(madd(op.get(acc(j, v)), op.get(NS + j), op.get(NBV + v)), op.set(acc(j, v)));
-  }
-  out.push(op.get(NBP), op.get(NRB), op.add, op.set(NBP), incr(NKK, 4),
-    op.get(NKK), op.get(NRX), op.lt_u, op.br_if(0), op.end);
-  out.push(op.get(NO), op.get(NTOK), op.get(NRO), op.mul, op.add, op.get(NC0), op.i32(2), op.shl, op.add, op.set(NOP));
-  for (let j = 0; j < nTok; j++) {
-    for (let v = 0; v < nVec; v++) out.push(op.get(NOP), op.get(acc(j, v)), vstore(16 * v));
-    if (j === 0 && nTok > 1) out.push(op.get(NOP), op.get(NRO), op.add, op.set(NOP));
-  }
-  return code(out, incr(NTOK, nTok));
-}
-function columnsPass(nVec) { // columns c0 .. c0 + 4 nVec - 1: every token, two at a time
-  return code(
-    op.i32(0), op.set(NTOK),
-    op.block, op.loop, op.get(NTOK), op.i32(2), op.add, op.get(NT), op.gt_u, op.br_if(1), tileNN(2, nVec), op.br(0), op.end, op.end,
-    op.block, op.loop, op.get(NTOK), op.get(NT), op.ge_u, op.br_if(1), tileNN(1, nVec), op.br(0), op.end, op.end,
-    incr(NC0, 4 * nVec)
-  );
-}
-const matmulNNBody = () => code(
-  op.get(NN), op.i32(2), op.shl, op.set(NRB), op.get(NK), op.i32(2), op.shl, op.set(NRX),
-  op.get(NOS), op.i32(2), op.shl, op.set(NRO),
-  op.i32(0), op.set(NC0),
-  op.block, op.loop, op.get(NC0), op.i32(16), op.add, op.get(NN), op.gt_u, op.br_if(1), columnsPass(4), op.br(0), op.end, op.end,
-  op.block, op.loop, op.get(NC0), op.i32(4), op.add, op.get(NN), op.gt_u, op.br_if(1), columnsPass(1), op.br(0), op.end, op.end
-);
-const matmulNNLocals = [[10, I32], [14, V128]];
-
-// --- rms_norm(x, T, d, weight, eps, out): weight * x / sqrt(mean(x^2) + eps), per row ----
-// d a multiple of 4. params 0..5 (eps f32); i32 locals t 6, e 7, rowBytes 8, xp 9, op 10;
-// v128 locals acc 11, inv 12.
-const RX = 0, RT = 1, RD = 2, RW = 3, REPS = 4, RO = 5, RTK = 6, RE = 7, RRB = 8, RXP = 9, ROP = 10, RACC = 11, RINV = 12;
-const rmsNormBody = () => code(
-  op.get(RD), op.i32(2), op.shl, op.set(RRB), op.get(RX), op.set(RXP), op.get(RO), op.set(ROP), op.i32(0), op.set(RTK),
-  op.block, op.loop,
-  op.get(RTK), op.get(RT), op.ge_u, op.br_if(1),
-  op.v128_zero, op.set(RACC), op.i32(0), op.set(RE),
-  op.loop,
-  op.get(RXP), op.get(RE), op.add, op.v128_load, op.set(RINV),
-  madd(op.get(RACC), op.get(RINV), op.get(RINV)), op.set(RACC),
-  incr(RE, 16), op.get(RE), op.get(RRB), op.lt_u, op.br_if(0),
-  op.end,
-  // inv = 1 / sqrt(sum / d + eps), in every lane (torch.rsqrt)
-  op.f32_const(1), hsum(RACC), op.get(RD), op.f32_from_i32, op.f32_div, op.get(REPS), op.f32_add, op.f32_sqrt, op.f32_div,
-  op.f32x4_splat, op.set(RINV),
-  op.i32(0), op.set(RE),
-  op.loop,
-  op.get(ROP), op.get(RE), op.add,
-  op.get(RW), op.get(RE), op.add, op.v128_load,
-  op.get(RXP), op.get(RE), op.add, op.v128_load, op.get(RINV), op.f32x4_mul, op.f32x4_mul,
-  op.v128_store,
-  incr(RE, 16), op.get(RE), op.get(RRB), op.lt_u, op.br_if(0),
-  op.end,
-  op.get(RXP), op.get(RRB), op.add, op.set(RXP), op.get(ROP), op.get(RRB), op.add, op.set(ROP), incr(RTK, 1), op.br(0),
-  op.end, op.end
-);
-const rmsNormLocals = [[5, I32], [2, V128]];
-
-function functionBody(locals, body) {
-  let bytes = vec(locals.map(function (l) { return uleb(l[0]).concat([l[1]]); })).concat(body, op.end);
-  return uleb(bytes.length).concat(bytes);
-}
-
-// The module's bytes: imports env.memory, exports the kernels above.
-const KERNELS = [ // name, type (an index into TYPES), locals, body
-  ["matmul", 0, matmulLocals, matmulBody],
-  ["dequant_q4_1", 1, dequantLocals, () => dequantBody],
-  ["dequant_q8_0", 1, dequantLocals, () => dequantQ8Body],
-  ["matvec_q4_1", 0, matvecLocals, matvecQ4Body],
-  ["matvec_q8_0", 0, matvecLocals, matvecQ8Body],
-  ["silu_mul", 1, siluLocals, siluBody],
-  ["softmax_rows", 2, softmaxLocals, softmaxBody],
-  ["matmul_nn", 0, matmulNNLocals, matmulNNBody],
-  ["rms_norm", 2, rmsNormLocals, rmsNormBody],
-];
-const TYPES = [ // parameters (no results)
-  [I32, I32, I32, I32, I32, I32, I32],
-  [I32, I32, I32, I32],
-  [I32, I32, I32, I32, F32, I32],
-];
-export function moduleBytes(relaxed = false) {
-  RELAXED = relaxed;
-  const types = vec(TYPES.map((params) => [0x60].concat(vec(params.map((t) => [t])), vec([]))));
-  const imports = vec([str("env").concat(str("memory"), [0x02, 0x00], uleb(1))]);
-  const functions = vec(KERNELS.map(([, type]) => uleb(type)));
-  const exports = vec(KERNELS.map(([name], i) => str(name).concat([0x00], uleb(i))));
-  const bodies = vec(KERNELS.map(([, , locals, body]) => functionBody(locals, body())));
-  return new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00].concat(
-    section(1, types), section(2, imports), section(3, functions), section(7, exports), section(10, bodies)));
-}
-
-// Whether the engine has relaxed SIMD's multiply-add.
-export function relaxedSupported() {
-  try {
-    return typeof WebAssembly === "object" && WebAssembly.validate(moduleBytes(true));
-  } catch (error) {
-    return false;
-  }
-}
-
-export function simdSupported() {
-  try {
-    return typeof WebAssembly === "object" && WebAssembly.validate(moduleBytes());
-  } catch (error) {
-    return false;
-  }
-}
+export { moduleBytes, relaxedSupported, simdSupported };
 
 const PAGE = 65536;
 const FUSED = new Set(["Q4_1", "Q8_0"]); // the types matvec reads
 const align = (n, to) => Math.ceil(n / to) * to;
+const NO_WINDOW = 0x3fffffff; // softmax_rows' window that keeps every key
 
-// A WebAssembly memory for the file's bytes (from offset 0; fill `bytes`, e.g. while
-// downloading) and, once `reserve` is called, a workspace after them; the kernels;
-// `linear` and `logits`, which model.js calls.
+/** @typedef {import("./gguf.js").Tensor} Tensor */
+/** @typedef {import("./jskernels.js").LinearWeight} LinearWeight */
+/** @typedef {import("./jskernels.js").AttentionArgs} AttentionArgs */
+
+/**
+ * The module's exports: byte addresses and counts in, nothing out (wasm-module.js).
+ * @typedef {object} KernelExports
+ * @property {(x: number, T: number, cols: number, W: number, rows: number, out: number, xStride: number) => void} matmul
+ * @property {(src: number, blocks: number, dst: number, half: number) => void} dequant_q4_1
+ * @property {(src: number, blocks: number, dst: number, half: number) => void} dequant_q8_0
+ * @property {(x: number, src: number, rows: number, blocks: number, half: number, out: number, xsum: number) => void} matvec_q4_1
+ * @property {(x: number, src: number, rows: number, blocks: number, half: number, out: number, xsum: number) => void} matvec_q8_0
+ * @property {(gate: number, up: number, n: number, out: number) => void} silu_mul
+ * @property {(src: number, stride: number, T: number, first: number, scale: number, dst: number, window: number) => void} softmax_rows
+ * @property {(x: number, T: number, K: number, B: number, N: number, out: number, outStride: number) => void} matmul_nn
+ * @property {(x: number, T: number, d: number, weight: number, eps: number, out: number) => void} rms_norm
+ */
+
+/**
+ * The workspace reserve makes room for.
+ * @typedef {object} Workspace
+ * @property {number} maxMatrix values of the largest dequantised matrix
+ * @property {number} maxTokens tokens a product takes at once
+ * @property {number} maxWidth the widest row
+ * @property {number} [maxKeys] positions the attention reads
+ * @property {number} [headDim]
+ * @property {number} [queryWidth] heads x headDim
+ */
+
+/** A WebAssembly memory for the file's bytes (from offset 0; fill `bytes`, e.g. while
+ * downloading) and, once `reserve` is called, a workspace after them; the kernels. */
 export class WasmKernels {
-  constructor(fileLength, relaxed = true) {
+  /**
+   * @param {number} fileLength
+   * @param {boolean} [relaxed] use relaxed SIMD's multiply-add where the engine has it
+   * @param {boolean} [shared] a shared memory, which threads.js's kernel threads also run on
+   */
+  constructor(fileLength, relaxed = true, shared = false) {
     this.name = "WebAssembly SIMD";
     this.fileLength = fileLength;
-    this.memory = new WebAssembly.Memory({ initial: Math.ceil(fileLength / PAGE) });
+    const initial = Math.ceil(fileLength / PAGE);
+    this.memory = new WebAssembly.Memory(shared ? { initial, maximum: MAX_PAGES, shared } : { initial });
     this.relaxed = relaxed && relaxedSupported();
     if (this.relaxed) this.name = "WebAssembly SIMD, relaxed multiply-add";
-    const instance = new WebAssembly.Instance(new WebAssembly.Module(moduleBytes(this.relaxed)), { env: { memory: this.memory } });
-    this.exports = instance.exports;
+    this.module = new WebAssembly.Module(moduleBytes(this.relaxed, shared));
+    const instance = new WebAssembly.Instance(this.module, { env: { memory: this.memory } });
+    this.exports = /** @type {KernelExports} */ (/** @type {unknown} */ (instance.exports));
     this.bytes = new Uint8Array(this.memory.buffer, 0, fileLength);
+    this.f32 = new Float32Array(this.memory.buffer);
     this.fallback = new JsKernels(); // what goes beyond the workspace
+    // the workspace's byte addresses and sizes (reserve sets them)
+    this.halfAt = 0; this.weightAt = 0; this.xAt = 0; this.outAt = 0; this.xsumAt = 0; this.qAt = 0;
+    this.ctxAt = 0; this.kAt = 0; this.vAt = 0; this.scoresAt = 0; this.wAt = 0; this.normAt = 0;
+    this.maxKeys = 0; this.maxTokens = 0; this.maxMatrix = 0; this.maxWidth = 0; this.queryWidth = 0;
   }
 
-  // Room after the file for: the float16 table, one dequantised matrix of maxMatrix
-  // values, and x and out of maxTokens x maxWidth values each; for the attention, up
-  // to maxKeys positions of queryWidth (heads x headDim) values. Growing the memory
-  // replaces its buffer: rebind the file's tensors to `bytes` afterwards.
-  reserve(maxMatrix, maxTokens, maxWidth, { maxKeys = 0, headDim = 0, queryWidth = 0 } = {}) {
+  /**
+   * Room after the file for: the float16 table, one dequantised matrix of maxMatrix
+   * values, and x and out of maxTokens x maxWidth values each; for the attention, up
+   * to maxKeys positions of queryWidth (heads x headDim) values. Growing the memory
+   * replaces its buffer: rebind the file's tensors to `bytes` afterwards.
+   * @param {Workspace} workspace
+   * @returns {WasmKernels}
+   */
+  reserve({ maxMatrix, maxTokens, maxWidth, maxKeys = 0, headDim = 0, queryWidth = 0 }) {
     this.halfAt = align(this.fileLength, 16);
     this.weightAt = this.halfAt + 65536 * 4;
     this.xAt = this.weightAt + maxMatrix * 4;
@@ -596,8 +109,14 @@ export class WasmKernels {
     return this;
   }
 
-  // Stored rows start .. start + rows - 1 of `tensor` as float32 at byte `dst` of the
-  // memory: one WebAssembly call for Q4_1 and Q8_0, gguf.js's row for the other types.
+  /**
+   * Stored rows start .. start + rows - 1 of `tensor` as float32 at byte `dst` of the
+   * memory: one WebAssembly call for Q4_1 and Q8_0, gguf.js's row for the other types.
+   * @param {Tensor} tensor
+   * @param {number} start
+   * @param {number} rows
+   * @param {number} dst
+   */
   dequantRows(tensor, start, rows, dst) {
     const src = tensor.bytes.byteOffset + start * tensor.rowBytes;
     const blocks = (rows * tensor.cols) / 32;
@@ -611,8 +130,15 @@ export class WasmKernels {
     }
   }
 
-  // One token (x: cols values) times every row of a Q4_1 or Q8_0 tensor, fused (no
-  // dequantised matrix written): rows `start` .. `start + rows - 1`, at `outAt`.
+  /**
+   * One token (x: cols values) times every row of a Q4_1 or Q8_0 tensor, fused (no
+   * dequantised matrix written): rows `start` .. `start + rows - 1`, at `outAt`.
+   * @param {Tensor} tensor
+   * @param {Float32Array} vector
+   * @param {number} start
+   * @param {number} rows
+   * @returns {Float32Array} a view of the workspace
+   */
   matvec(tensor, vector, start, rows) {
     const cols = tensor.cols;
     const blocks = cols / 32;
@@ -628,9 +154,15 @@ export class WasmKernels {
     return this.f32.subarray(this.outAt / 4, this.outAt / 4 + rows);
   }
 
-  // x (T, cols) @ W.T for a Linear (model.js) over a tensor of this memory: one token
-  // through matvec; more, each stored row dequantised once (in its unpermuted place),
-  // then one matmul.
+  /**
+   * x (T, cols) @ W.T for a Linear over a tensor of this memory: one token through
+   * matvec; more, each stored row dequantised once (in its unpermuted place), then one
+   * matmul.
+   * @param {LinearWeight} linear
+   * @param {Float32Array} x
+   * @param {number} T
+   * @returns {Float32Array} (T, rows)
+   */
   linear(linear, x, T) {
     const { tensor, rows, cols } = linear;
     if (T === 1 && FUSED.has(tensor.type)) {
@@ -648,13 +180,16 @@ export class WasmKernels {
     return this.f32.slice(this.outAt / 4, this.outAt / 4 + T * rows);
   }
 
-  // model.js's JsKernels.attention, one head at a time as three WebAssembly calls:
-  // scores = queries @ keys.T (matmul), the causal softmax (softmax_rows), weights @
-  // values (matmul_nn). The queries and the context vectors stay (T, H * D) in the
-  // workspace; a head's keys and values are copied there (padded with zero rows to a
-  // multiple of 4 keys).
+  /**
+   * JsKernels.attention, one head at a time as three WebAssembly calls: scores =
+   * queries @ keys.T (matmul), the causal (window) softmax (softmax_rows), weights @
+   * values (matmul_nn). The queries and the context vectors stay (T, H * D) in the
+   * workspace; a head's keys and values are copied there (padded with zero rows to a
+   * multiple of 4 keys).
+   * @param {AttentionArgs} args
+   */
   attention(args) {
-    const { queries, T, H, group, D, past, cache, ablateHeads, attnWeights, contextVecs } = args;
+    const { queries, T, H, group, D, past, cache, ablateHeads, attnWeights, contextVecs, scale, window } = args;
     const S = cache.length;
     if (S > this.maxKeys || D % 4 || H * D > this.queryWidth) return this.fallback.attention(args);
     const f32 = this.f32;
@@ -678,7 +213,7 @@ export class WasmKernels {
         copied = kv;
       }
       matmul(this.qAt + h * D * 4, T, D, this.kAt, keys, this.scoresAt, width); // (T, keys)
-      softmax_rows(this.scoresAt, keys, T, past + 1, 1 / Math.sqrt(D), this.wAt); // (T, keys)
+      softmax_rows(this.scoresAt, keys, T, past + 1, scale, this.wAt, window ?? NO_WINDOW); // (T, keys)
       if (attnWeights && keys === S) attnWeights.set(f32.subarray(weights, weights + T * S), h * T * S);
       else if (attnWeights) {
         for (let i = 0; i < T; i++) attnWeights.set(f32.subarray(weights + i * keys, weights + i * keys + S), (h * T + i) * S);
@@ -688,10 +223,17 @@ export class WasmKernels {
     contextVecs.set(f32.subarray(this.ctxAt / 4, this.ctxAt / 4 + T * width));
   }
 
-  // silu(gate) * up (SwiGLU's hidden layer), as JsKernels.siluMul, a workspace at a time.
-  siluMul(gate, up) {
+  /**
+   * act(gate) * up (a gated feed-forward's hidden layer), as JsKernels.gatedAct: SiLU in
+   * WebAssembly a workspace at a time, GELU (tanh) in JavaScript.
+   * @param {Float32Array} gate
+   * @param {Float32Array} up
+   * @param {"silu" | "gelu_tanh"} [activation]
+   * @returns {Float32Array}
+   */
+  gatedAct(gate, up, activation = "silu") {
     const n = gate.length;
-    if (n % 4) return this.fallback.siluMul(gate, up);
+    if (n % 4 || activation !== "silu") return this.fallback.gatedAct(gate, up, activation);
     const out = new Float32Array(n);
     const chunk = this.maxTokens * this.maxWidth;
     for (let start = 0; start < n; start += chunk) {
@@ -704,7 +246,24 @@ export class WasmKernels {
     return out;
   }
 
-  // RMSNorm of T rows (T, d), as JsKernels.rmsNorm, as many rows at a time as fit.
+  /**
+   * silu(gate) * up (SwiGLU's hidden layer).
+   * @param {Float32Array} gate
+   * @param {Float32Array} up
+   * @returns {Float32Array}
+   */
+  siluMul(gate, up) {
+    return this.gatedAct(gate, up, "silu");
+  }
+
+  /**
+   * RMSNorm of T rows (T, d), as JsKernels.rmsNorm, as many rows at a time as fit.
+   * @param {Float32Array} x
+   * @param {number} T
+   * @param {Float32Array} weight
+   * @param {number} eps
+   * @returns {Float32Array}
+   */
   rmsNorm(x, T, weight, eps) {
     const d = weight.length;
     if (d % 4 || d > this.maxWidth) return this.fallback.rmsNorm(x, T, weight, eps);
@@ -720,7 +279,13 @@ export class WasmKernels {
     return out;
   }
 
-  // More tokens than the workspace holds: maxTokens at a time.
+  /**
+   * More tokens than the workspace holds: maxTokens at a time.
+   * @param {LinearWeight} linear
+   * @param {Float32Array} x
+   * @param {number} T
+   * @returns {Float32Array}
+   */
   inChunks(linear, x, T) {
     const out = new Float32Array(T * linear.rows);
     for (let t = 0; t < T; t += this.maxTokens) {
@@ -730,8 +295,13 @@ export class WasmKernels {
     return out;
   }
 
-  // vector (d_model) . every row of `tensor` (V, d_model): the logits, a chunk of rows
-  // at a time through the dequantised-weight buffer.
+  /**
+   * vector (d_model) . every row of `tensor` (V, d_model): the logits, a chunk of rows
+   * at a time through the dequantised-weight buffer.
+   * @param {Tensor} tensor
+   * @param {Float32Array} vector
+   * @returns {Float32Array}
+   */
   logits(tensor, vector) {
     const cols = tensor.cols;
     if (FUSED.has(tensor.type)) {
@@ -755,3 +325,4 @@ export class WasmKernels {
     return logits;
   }
 }
+

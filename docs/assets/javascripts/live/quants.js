@@ -1,3 +1,4 @@
+// @ts-check
 // Dequantisation of GGUF's tensor types, value for value as gguf-py (gguf/quants.py)
 // gives it: the float32 that numpy computes, bit for bit. No imports, no build step.
 //
@@ -23,7 +24,25 @@
 //   Q6_K  128 bytes of low nibbles, 64 of high 2-bit pairs, 16 int8 scales, f16 d:
 //         16 sub-blocks of 16, (d * scale) * (q - 32)
 
-// IEEE half precision bits -> number (numpy's float16 -> float32 is exact).
+/**
+ * A block decoder: writes the block at byte `at` of `bytes` as float32 into `out` from
+ * index `o`. Called once per block in the hottest loop of loading, so its arguments stay
+ * positional (no options object allocated per block): the conventions' one exception.
+ * @typedef {(bytes: Uint8Array, at: number, out: Float32Array, o: number) => void} BlockDecoder
+ */
+/**
+ * @typedef {object} QuantType  a GGUF tensor type's block layout
+ * @property {number} id  ggml's type number
+ * @property {number} blockValues
+ * @property {number} blockBytes
+ * @property {BlockDecoder} block
+ */
+
+/**
+ * IEEE half precision bits -> number (numpy's float16 -> float32 is exact).
+ * @param {number} bits
+ * @returns {number}
+ */
 export function halfToFloat(bits) {
   const sign = bits & 0x8000 ? -1 : 1;
   const exponent = (bits >> 10) & 0x1f;
@@ -35,30 +54,37 @@ export function halfToFloat(bits) {
 
 const HALF = new Float32Array(65536);
 for (let h = 0; h < 65536; h++) HALF[h] = halfToFloat(h);
+/** @param {Uint8Array} bytes @param {number} at @returns {number} the half at byte `at` */
 const half = (bytes, at) => HALF[bytes[at] | (bytes[at + 1] << 8)];
+/** @param {number} byte */
 const int8 = (byte) => (byte << 24) >> 24;
 
 // a float32 or bfloat16 from its bits, through one shared word
 const WORD = new Uint32Array(1);
 const WORD_FLOAT = new Float32Array(WORD.buffer);
+/** @param {number} bits */
 const fromBits = (bits) => {
   WORD[0] = bits;
   return WORD_FLOAT[0];
 };
 
+/** @param {Uint8Array} bytes @param {number} at @param {Float32Array} out @param {number} o */
 function blockF32(bytes, at, out, o) {
   out[o] = fromBits(bytes[at] | (bytes[at + 1] << 8) | (bytes[at + 2] << 16) | (bytes[at + 3] << 24));
 }
 
+/** @param {Uint8Array} bytes @param {number} at @param {Float32Array} out @param {number} o */
 function blockF16(bytes, at, out, o) {
   out[o] = half(bytes, at);
 }
 
+/** @param {Uint8Array} bytes @param {number} at @param {Float32Array} out @param {number} o */
 function blockBF16(bytes, at, out, o) {
   out[o] = fromBits((bytes[at] << 16) | (bytes[at + 1] << 24));
 }
 
 // byte j of the 16 holds value j (low nibble) and value j + 16 (high nibble)
+/** @param {Uint8Array} bytes @param {number} at @param {Float32Array} out @param {number} o */
 function blockQ4_0(bytes, at, out, o) {
   const d = half(bytes, at);
   for (let j = 0; j < 16; j++) {
@@ -68,6 +94,7 @@ function blockQ4_0(bytes, at, out, o) {
   }
 }
 
+/** @param {Uint8Array} bytes @param {number} at @param {Float32Array} out @param {number} o */
 function blockQ4_1(bytes, at, out, o) {
   const d = half(bytes, at);
   const m = half(bytes, at + 2);
@@ -79,6 +106,7 @@ function blockQ4_1(bytes, at, out, o) {
 }
 
 // bit j of the u32 is value j's fifth bit
+/** @param {Uint8Array} bytes @param {number} at @param {Float32Array} out @param {number} o */
 function blockQ5_0(bytes, at, out, o) {
   const d = half(bytes, at);
   const high = bytes[at + 2] | (bytes[at + 3] << 8) | (bytes[at + 4] << 16) | (bytes[at + 5] << 24);
@@ -89,6 +117,7 @@ function blockQ5_0(bytes, at, out, o) {
   }
 }
 
+/** @param {Uint8Array} bytes @param {number} at @param {Float32Array} out @param {number} o */
 function blockQ5_1(bytes, at, out, o) {
   const d = half(bytes, at);
   const m = half(bytes, at + 2);
@@ -100,6 +129,7 @@ function blockQ5_1(bytes, at, out, o) {
   }
 }
 
+/** @param {Uint8Array} bytes @param {number} at @param {Float32Array} out @param {number} o */
 function blockQ8_0(bytes, at, out, o) {
   const d = half(bytes, at);
   for (let j = 0; j < 32; j++) out[o + j] = d * int8(bytes[at + 2 + j]);
@@ -108,6 +138,12 @@ function blockQ8_0(bytes, at, out, o) {
 // Q4_K's and Q5_K's 12 bytes: eight 6-bit scales and eight 6-bit mins (gguf-py's
 // Q4_K.get_scale_min): sub-blocks 0-3 in the low 6 bits of bytes 0-3 (scales) and 4-7
 // (mins); sub-blocks 4-7 from the nibbles of bytes 8-11 and the top 2 bits of 0-7.
+/**
+ * @param {Uint8Array} bytes
+ * @param {number} s  the scales' first byte
+ * @param {number} j  the sub-block
+ * @returns {[number, number]} its scale and min
+ */
 function scaleMin(bytes, s, j) {
   if (j < 4) return [bytes[s + j] & 63, bytes[s + 4 + j] & 63];
   const i = j - 4;
@@ -121,6 +157,14 @@ function scaleMin(bytes, s, j) {
 // of fifth bits at qh,) then 128 bytes of nibbles at qs. Sub-block 2k takes the low
 // nibbles of bytes 32k .. 32k + 31, sub-block 2k + 1 the high ones; bit `sub` of high
 // byte l is the fifth bit of value l of sub-block `sub` (qh < 0: none, Q4_K).
+/**
+ * @param {Uint8Array} bytes
+ * @param {number} at
+ * @param {Float32Array} out
+ * @param {number} o
+ * @param {number} qs  the nibbles' first byte
+ * @param {number} qh  the fifth bits' first byte; -1: none (Q4_K)
+ */
 function blockK(bytes, at, out, o, qs, qh) {
   const d = half(bytes, at);
   const dmin = half(bytes, at + 2);
@@ -136,12 +180,15 @@ function blockK(bytes, at, out, o, qs, qh) {
     }
   }
 }
+/** @type {BlockDecoder} */
 const blockQ4_K = (bytes, at, out, o) => blockK(bytes, at, out, o, at + 16, -1);
+/** @type {BlockDecoder} */
 const blockQ5_K = (bytes, at, out, o) => blockK(bytes, at, out, o, at + 48, at + 16);
 
 // Two halves of 128 values. In half h, value 64k + l (k = 0, 1; l < 64) takes nibble k of
 // low byte 64h + l; value 32k + l (k < 4; l < 32) takes bits 2k, 2k + 1 of high byte 32h + l.
 // Value v's scale is int8 number v / 16.
+/** @param {Uint8Array} bytes @param {number} at @param {Float32Array} out @param {number} o */
 function blockQ6_K(bytes, at, out, o) {
   const ql = at;
   const qh = at + 128;
@@ -159,6 +206,7 @@ function blockQ6_K(bytes, at, out, o) {
 }
 
 // name -> {id (ggml's type number), blockValues, blockBytes, block}
+/** @type {Readonly<Record<string, QuantType>>} */
 export const QUANT_TYPES = Object.freeze({
   F32: { id: 0, blockValues: 1, blockBytes: 4, block: blockF32 },
   F16: { id: 1, blockValues: 1, blockBytes: 2, block: blockF16 },
@@ -174,6 +222,10 @@ export const QUANT_TYPES = Object.freeze({
 });
 
 // The type of a name or a ggml type number; refuses, naming it, any other.
+/**
+ * @param {unknown} type  a name ("Q4_K") or a ggml type number
+ * @returns {QuantType}
+ */
 export function quantType(type) {
   const found =
     typeof type === "string"
@@ -188,6 +240,11 @@ export function quantType(type) {
 
 // gguf.quants.dequantize(data, type): every block of `bytes` (a Uint8Array, a whole
 // number of blocks) as one Float32Array.
+/**
+ * @param {unknown} bytes
+ * @param {string | number} type
+ * @returns {Float32Array}
+ */
 export function dequantize(bytes, type) {
   const info = quantType(type);
   if (!(bytes instanceof Uint8Array)) {
@@ -206,6 +263,10 @@ export function dequantize(bytes, type) {
 
 // A row reader (tensor, r, out) for gguf.js's tensors (`bytes`, `rowBytes`, `cols`):
 // writes row r as float32 into `out`.
+/**
+ * @param {string | number} type
+ * @returns {(tensor: {bytes: Uint8Array, rowBytes: number, cols: number}, r: number, out: Float32Array) => Float32Array}
+ */
 export function rowReader(type) {
   const { blockValues, blockBytes, block } = quantType(type);
   return (tensor, r, out) => {

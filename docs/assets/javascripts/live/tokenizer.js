@@ -1,3 +1,4 @@
+// @ts-check
 // A GGUF file's tokenizer in JavaScript: byte-level BPE read from its tokenizer.ggml.*
 // metadata, giving exactly attnlab.llama.Tokenizer's ids.
 //
@@ -19,6 +20,10 @@ export const GPT2_PATTERN =
 const DIGIT = /\p{N}/u; // Rust's char::is_numeric, what tokenizers' Digits splits on
 
 // Split `text` on the digits: each digit its own piece (Digits' "isolated" behaviour).
+/**
+ * @param {string} text
+ * @returns {string[]}
+ */
 export function splitDigits(text) {
   const pieces = [];
   let current = "";
@@ -33,15 +38,24 @@ export function splitDigits(text) {
   return pieces;
 }
 
+/** @param {string} text @returns {string[]} */
 const gpt2Words = (text) => text.match(GPT2_PATTERN) || [];
 
-// Llama 3's pattern ("llama-bpe") and Qwen2's ("qwen2": one digit at a time), as
-// attnlab.llama's PRE_TOKENIZERS writes them for tokenizers' Oniguruma: (?i:'s|...)
-// spelled out (ſ folds to s), \s as Unicode's White_Space.
+// Llama 3's pattern ("llama-bpe"), Qwen2's ("qwen2": one digit at a time) and Qwen3.5's
+// ("qwen35": Qwen2's with combining marks, \p{M}, inside words), as attnlab.llama's
+// PRE_TOKENIZERS writes them for tokenizers' Oniguruma: (?i:'s|...) spelled out (ſ folds
+// to s), \s as Unicode's White_Space.
 const contractions = "'(?:[sSſ]|[tT]|[rR][eE]|[vV][eE]|[mM]|[lL][lL]|[dD])";
-const bpeWords = (numbers) => {
+/**
+ * @param {string} numbers the digits' alternative
+ * @param {boolean} [marks] words take combining marks (\p{M}) too
+ * @returns {(text: string) => string[]}
+ */
+const bpeWords = (numbers, marks = false) => {
+  const letters = marks ? "[\\p{L}\\p{M}]+" : "\\p{L}+";
+  const other = marks ? "\\p{L}\\p{M}\\p{N}" : "\\p{L}\\p{N}";
   const pattern = new RegExp(
-    `${contractions}|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|${numbers}| ?[^\\p{White_Space}\\p{L}\\p{N}]+[\\r\\n]*` +
+    `${contractions}|[^\\r\\n\\p{L}\\p{N}]?${letters}|${numbers}| ?[^\\p{White_Space}${other}]+[\\r\\n]*` +
       "|\\p{White_Space}*[\\r\\n]+|\\p{White_Space}+(?![^\\p{White_Space}])|\\p{White_Space}+",
     "gu"
   );
@@ -50,12 +64,14 @@ const bpeWords = (numbers) => {
 
 // tokenizer.ggml.pre -> text -> words (before the byte alphabet). Another family's
 // tokenizer is one more entry here.
+/** @type {Record<string, (text: string) => string[]>} */
 export const PRE_TOKENIZERS = {
   smollm: (text) => splitDigits(text).flatMap(gpt2Words),
   "gpt-2": gpt2Words,
   default: gpt2Words,
   "llama-bpe": bpeWords("\\p{N}{1,3}"),
   qwen2: bpeWords("\\p{N}"),
+  qwen35: bpeWords("\\p{N}", true),
 };
 
 // GPT-2's byte alphabet: printable bytes stand for themselves, the others are
@@ -78,7 +94,21 @@ function describe(value) {
   return typeof value;
 }
 
+/**
+ * The fields a byte-level BPE tokenizer is built from.
+ * @typedef {object} TokenizerFields
+ * @property {string[]} tokens
+ * @property {string[]} merges "left right", by rank
+ * @property {number[]} specialIds
+ * @property {number} bosTokenId
+ * @property {number} eosTokenId
+ * @property {string} [pre] tokenizer.ggml.pre: a PRE_TOKENIZERS name
+ * @property {string | null} [chatTemplate]
+ */
+
+/** Byte-level BPE, as attnlab.llama.Tokenizer. */
 export class Tokenizer {
+  /** @param {TokenizerFields} fields */
   constructor({ tokens, merges, specialIds, bosTokenId, eosTokenId, pre = "smollm", chatTemplate = null }) {
     if (typeof pre !== "string" || !Object.hasOwn(PRE_TOKENIZERS, pre)) {
       throw new RangeError(
@@ -102,6 +132,10 @@ export class Tokenizer {
 
   // The tokenizer a GGUF file's metadata describes (gguf.js's readGguf(...).metadata).
   // Checked first, as attnlab.llama's Tokenizer.from_metadata does, with its words.
+  /**
+   * @param {Record<string, any>} metadata
+   * @returns {Tokenizer | import("./sentencepiece.js").SentencePieceTokenizer}
+   */
   static fromGguf(metadata) {
     const model = metadata["tokenizer.ggml.model"];
     if (model !== "gpt2" && model !== "llama") {
@@ -129,11 +163,13 @@ export class Tokenizer {
   }
 
   // Step 1: the special tokens cut out whole (sentencepiece.js's splitSpecial).
+  /** @param {string} text @returns {{text: string, special: boolean, start: number}[]} */
   splitSpecial(text) {
     return splitSpecial(text, this.specials);
   }
 
   // Step 2: the words of a text without special tokens, in GPT-2's byte alphabet.
+  /** @param {string} text @returns {string[]} */
   preTokenize(text) {
     return this.preTokenizer(text).map((word) => {
       let spelled = "";
@@ -143,6 +179,7 @@ export class Tokenizer {
   }
 
   // Step 3: one word's ids by byte-pair encoding.
+  /** @param {string} word @returns {number[]} */
   bpe(word) {
     const cached = this.cache.get(word);
     if (cached) return cached;
@@ -170,17 +207,20 @@ export class Tokenizer {
   }
 
   // The token ids of `text` (no beginning-of-sequence token: SmolLM2's file adds none).
+  /** @param {string} text @returns {number[]} */
   encode(text) {
     if (typeof text !== "string") throw new TypeError(`text must be a string; got ${describe(text)}`);
+    /** @type {number[]} */
     const ids = [];
     for (const part of this.splitSpecial(text)) {
-      if (part.special) ids.push(this.vocab.get(part.text));
+      if (part.special) ids.push(/** @type {number} */ (this.vocab.get(part.text)));
       else for (const word of this.preTokenize(part.text)) ids.push(...this.bpe(word));
     }
     return ids;
   }
 
   // The bytes of one token (special tokens are their text).
+  /** @param {number} id @returns {Uint8Array} */
   tokenBytes(id) {
     const token = this.tokens[id];
     if (this.specialSet.has(token)) return this.encoder.encode(token);
@@ -190,6 +230,7 @@ export class Tokenizer {
   }
 
   // The text of ids (UTF-8; a token that ends mid-character shows U+FFFD).
+  /** @param {number[]} ids @returns {string} */
   decode(ids) {
     const all = [];
     for (const id of ids) all.push(...this.tokenBytes(id));
@@ -199,6 +240,7 @@ export class Tokenizer {
   // A user's message in the file's chat format, ready for generation, or null when
   // the file has no chat template this page can follow (ChatML's <|im_start|> turns,
   // with the template's own default system message, as Tokenizer.chat_prompt).
+  /** @param {string} content @returns {string | null} */
   chatPrompt(content) {
     if (typeof content !== "string") throw new TypeError(`content must be a string; got ${describe(content)}`);
     const template = this.chat_template;
@@ -223,6 +265,7 @@ function describeValue(value) {
 // The token list, the arrays and ids that index it, and the merges, checked with
 // attnlab.llama's words: ids inside the vocabulary (bos and eos required), one type and
 // score per token, each merge two tokens whose join is a token too.
+/** @param {Record<string, any>} metadata */
 export function checkVocabulary(metadata) {
   const tokens = metadata["tokenizer.ggml.tokens"];
   if (!Array.isArray(tokens) || !tokens.length || !tokens.every((t) => typeof t === "string")) {

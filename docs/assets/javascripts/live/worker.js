@@ -1,3 +1,4 @@
+// @ts-check
 // The module Worker that holds the model and runs it, so that the page keeps answering.
 //
 // Messages in (from api.js), each with an `id` that its answer repeats:
@@ -18,14 +19,44 @@
 import { openCache } from "./cache.js";
 import { Engine, FileSlot } from "./engine.js";
 import { topK } from "./model.js";
+import { startThreads, ThreadedKernels } from "./threads.js";
 
+/** @type {Engine | null} */
 let engine = null;
+/** @type {Promise<object> | null} */
 let loading = null;
+/** @type {Set<number>} */
 const stopped = new Set(); // ids of generations asked to stop
 
-const post = (message, transfer = []) => self.postMessage(message, transfer);
+/**
+ * The worker's side of its channel (the DOM library types `self` as a Window).
+ * @typedef {object} WorkerScope
+ * @property {(message: unknown, transfer: Transferable[]) => void} postMessage
+ * @property {((event: MessageEvent) => void) | null} onmessage
+ */
+const scope = /** @type {WorkerScope} */ (/** @type {unknown} */ (self));
 
-// Read a response's body into a FileSlot, reporting progress as the bytes arrive.
+/** @param {object} message @param {Transferable[]} [transfer] */
+const post = (message, transfer = []) => scope.postMessage(message, transfer);
+
+/** @returns {Engine} the model loaded, or an error that says none is */
+function current() {
+  if (!engine) throw new Error("the model is not loaded: call attnlabLive.load() first");
+  return engine;
+}
+
+/** @param {unknown} error @returns {{name: string, message: string}} */
+const named = (error) => (error instanceof Error
+  ? { name: error.name || "Error", message: String(error.message || error) }
+  : { name: "Error", message: String(error) });
+
+/**
+ * Read a response's body into a FileSlot, reporting progress as the bytes arrive.
+ * @param {Response} response
+ * @param {number} id  the load's message id
+ * @param {boolean} fromCache
+ * @returns {Promise<FileSlot>}
+ */
 async function readInto(response, id, fromCache) {
   const total = Number(response.headers.get("Content-Length")) || 0;
   if (!total || !response.body) {
@@ -55,11 +86,17 @@ async function readInto(response, id, fromCache) {
   return slot;
 }
 
-// Progress messages for a stream's bytes as they pass.
+/**
+ * Progress messages for a stream's bytes as they pass.
+ * @param {ReadableStream<Uint8Array>} body
+ * @param {number} total
+ * @param {number} id
+ * @returns {ReadableStream<Uint8Array>}
+ */
 function counted(body, total, id) {
   let loaded = 0;
   let lastPost = 0;
-  return body.pipeThrough(new TransformStream({
+  return body.pipeThrough(new TransformStream(/** @type {Transformer<Uint8Array, Uint8Array>} */ ({
     transform(chunk, controller) {
       loaded += chunk.length;
       if (loaded - lastPost > total / 100 || loaded === total) {
@@ -68,12 +105,18 @@ function counted(body, total, id) {
       }
       controller.enqueue(chunk);
     },
-  }));
+  })));
 }
 
 // Download the file. With Cache Storage, the bytes stream to the cache (kept for the
 // next visit) and are then read back from it: the page never holds two copies, which
 // matters on a phone. Where the cache refuses (a full disk), download again without it.
+/**
+ * @param {string} url
+ * @param {number} id
+ * @param {Cache | null} cache
+ * @returns {Promise<FileSlot>}
+ */
 async function download(url, id, cache) {
   const response = await fetch(url);
   if (!response.ok) throw new Error(`HTTP ${response.status} for ${url}`);
@@ -91,12 +134,19 @@ async function download(url, id, cache) {
   }
 }
 
+/** @typedef {ReturnType<Engine["info"]> & {fromCache: boolean, readMs: number, loadMs: number}} LoadedInfo */
+
+/**
+ * @param {{url: string, id: number, maxTokens?: number}} message
+ * @returns {Promise<LoadedInfo>}
+ */
 async function load({ url, id, maxTokens }) {
   const started = performance.now();
   const cache = await openCache();
   const hit = cache ? await cache.match(url) : null;
   const slot = hit ? await readInto(hit, id, true) : await download(url, id, cache);
   const read = performance.now();
+  await startThreads(slot.kernels); // threads.js: kernel threads where the page is cross-origin isolated
   engine = new Engine(slot, maxTokens);
   return { ...engine.info(), fromCache: Boolean(hit), readMs: read - started, loadMs: performance.now() - started };
 }
@@ -106,6 +156,10 @@ export const MAX_OPEN_BYTES = 2 * 1024 ** 3; // the largest file open() reads (2
 // Another model from the reader's own file (a File or an ArrayBuffer, never uploaded):
 // read here, in the worker; the model in use stays until the new one is built, and
 // stays if it cannot be (the refusal names what is unsupported).
+/**
+ * @param {{file: File | ArrayBuffer, id: number, maxTokens?: number}} message
+ * @returns {Promise<LoadedInfo>}
+ */
 async function open({ file, id, maxTokens }) {
   const started = performance.now();
   const size = file instanceof ArrayBuffer ? file.byteLength : file.size;
@@ -116,7 +170,7 @@ async function open({ file, id, maxTokens }) {
   try {
     slot = new FileSlot(size);
   } catch (error) {
-    throw new RangeError(`this browser could not give a file of ${Math.round(size / 1048576)} MB the memory it needs (${error.message})`);
+    throw new RangeError(`this browser could not give a file of ${Math.round(size / 1048576)} MB the memory it needs (${named(error).message})`, { cause: error });
   }
   if (file instanceof ArrayBuffer) slot.bytes.set(new Uint8Array(file));
   else {
@@ -130,22 +184,39 @@ async function open({ file, id, maxTokens }) {
       post({ type: "progress", id, loaded, total: size, fromCache: false });
     }
   }
-  const opened = new Engine(slot, maxTokens); // throws, naming what it cannot read
+  await startThreads(slot.kernels);
+  let opened;
+  try {
+    opened = new Engine(slot, maxTokens); // throws, naming what it cannot read
+  } catch (error) {
+    if (slot.kernels instanceof ThreadedKernels) slot.kernels.stopThreads();
+    throw error;
+  }
+  const previous = engine?.model.kernels;
+  if (previous instanceof ThreadedKernels) previous.stopThreads(); // the old model's threads
   engine = opened;
   return { ...engine.info(), fromCache: false, readMs: 0, loadMs: performance.now() - started };
 }
 
-const withTokens = (entries) => entries.map((entry) => ({ ...entry, token: engine.tokenizer.decode([entry.id]) }));
+/**
+ * @template {{id: number}} E
+ * @param {E[]} entries
+ */
+const withTokens = (entries) => entries.map((entry) => ({ ...entry, token: current().tokenizer.decode([entry.id]) }));
 
+/** @param {{ids: number[], options?: {ablate?: Record<number, number[]> | null, return_attention?: boolean}}} message */
 function run({ ids, options = {} }) {
   const started = performance.now();
-  const result = engine.run(ids, { ablate: options.ablate, return_attention: options.return_attention });
+  const result = current().run(ids, { ablate: options.ablate, return_attention: options.return_attention });
   return { ...result, ms: performance.now() - started, top: withTokens(topK(result.logits, 5)) };
 }
 
+/**
+ * @param {{id: number, ids: number[], options?: Omit<import("./generate.js").GenerateOptions, "maxTokens">}} message
+ */
 async function generate({ id, ids, options = {} }) {
   const started = performance.now();
-  const steps = engine.steps(ids, options);
+  const steps = current().steps(ids, options);
   const newIds = [];
   let stepStart = performance.now();
   let firstMs = null;
@@ -155,7 +226,7 @@ async function generate({ id, ids, options = {} }) {
     newIds.push(step.id);
     const attention = step.attention; // (num_layers, H, T, S): the queries fed in this step
     post({
-      type: "token", id, index: newIds.length - 1, token_id: step.id, token: engine.tokenizer.decode([step.id]),
+      type: "token", id, index: newIds.length - 1, token_id: step.id, token: current().tokenizer.decode([step.id]),
       T: step.T, S: step.S, attention, ms: now - stepStart,
     }, attention ? [attention.buffer] : []);
     await new Promise((resolve) => setTimeout(resolve, 0)); // let a "stop" message in
@@ -166,6 +237,11 @@ async function generate({ id, ids, options = {} }) {
   return { ids: newIds, ms, prefill_ms: firstMs, decode_ms: ms - (firstMs || 0) };
 }
 
+/**
+ * The answer to one message of api.js (see the header).
+ * @param {any} message
+ * @returns {unknown}
+ */
 function answer(message) {
   if (message.type === "load") {
     if (!loading) loading = load(message).catch((error) => { loading = null; throw error; });
@@ -185,15 +261,17 @@ function answer(message) {
   throw new Error(`unknown message type ${JSON.stringify(message.type)}`);
 }
 
-self.onmessage = async (event) => {
+/** @param {MessageEvent} event */
+scope.onmessage = async (event) => {
   const message = event.data;
   try {
-    const result = await answer(message);
+    const result = /** @type {{logits?: Float32Array, attention?: Float32Array | null} | null} */ (await answer(message));
+    /** @type {Transferable[]} */
     const transfer = [];
     if (result && result.logits) transfer.push(result.logits.buffer);
     if (result && result.attention) transfer.push(result.attention.buffer);
     post({ type: "result", id: message.id, result }, transfer);
   } catch (error) {
-    post({ type: "error", id: message.id, name: error.name || "Error", message: String(error.message || error) });
+    post({ type: "error", id: message.id, ...named(error) });
   }
 };

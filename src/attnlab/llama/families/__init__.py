@@ -1,12 +1,18 @@
-"""One file per model family: its config from the GGUF metadata, its map of tensor names.
+"""One description and one module per model family: its facts, and its layers' parts.
 
+Each family's facts (the GGUF metadata keys it reads, in order, with their defaults and
+rules; its tensor names and the part each becomes; its per-layer rules) are written once
+in ``<family>.json`` beside these modules, read here by
+[`description`][attnlab.llama.families.description] and by the page (a generated copy).
 Each family module ([`llama`][attnlab.llama.families.llama],
-[`qwen2`][attnlab.llama.families.qwen2], [`qwen3`][attnlab.llama.families.qwen3])
-holds what is particular to it and nothing else: ``ARCHITECTURE`` (the file's
-``general.architecture``), ``config_from_gguf(metadata, tensors)`` giving a
-[`LlamaConfig`][attnlab.llama.LlamaConfig], and ``state_dict(config, tensors)`` giving
-the GGUF tensors under [`LlamaModel`][attnlab.llama.LlamaModel]'s parameter names. The
-model knows no GGUF name; [`load_gguf`][attnlab.llama.load_gguf] picks the family.
+[`qwen2`][attnlab.llama.families.qwen2], [`qwen3`][attnlab.llama.families.qwen3],
+[`gemma3`][attnlab.llama.families.gemma3], [`qwen35`][attnlab.llama.families.qwen35])
+holds what is particular to it: ``ARCHITECTURE`` (the file's ``general.architecture``),
+``config_from_gguf(metadata, tensors)`` giving a [`LlamaConfig`][attnlab.llama.LlamaConfig],
+``layer_parts(config, index, rotaries)`` giving each layer's
+[`LayerParts`][attnlab.llama.LayerParts], and ``state_dict(config, tensors)`` giving the
+GGUF tensors under [`LlamaModel`][attnlab.llama.LlamaModel]'s parameter names. The model
+knows no GGUF name; [`load_gguf`][attnlab.llama.load_gguf] picks the family.
 """
 
 from __future__ import annotations
@@ -14,11 +20,11 @@ from __future__ import annotations
 from types import ModuleType
 
 from ..gguf_file import GGUFError
-from . import llama, qwen2, qwen3
+from . import gemma3, llama, qwen2, qwen3, qwen35
 
 __all__ = ["FAMILIES", "family"]
 
-FAMILIES: dict[str, ModuleType] = {m.ARCHITECTURE: m for m in (llama, qwen2, qwen3)}
+FAMILIES: dict[str, ModuleType] = {m.ARCHITECTURE: m for m in (llama, qwen2, qwen3, gemma3, qwen35)}
 
 
 def family(architecture: object) -> ModuleType:

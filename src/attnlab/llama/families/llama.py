@@ -1,7 +1,8 @@
 """The Llama family in GGUF (``general.architecture = "llama"``): SmolLM2, TinyLlama, Llama 3.x.
 
-Its config comes from the ``llama.*`` metadata keys, its tensors from llama.cpp's names
-(``token_embd.weight``, ``blk.{i}.attn_q.weight``, ...). One thing needs undoing: llama.cpp
+Its facts (the ``llama.*`` metadata keys, llama.cpp's tensor names) are in ``llama.json``,
+read by [`description`][attnlab.llama.families.description]; this module adds its layer's
+parts and the rules the description states in words. One thing needs undoing: llama.cpp
 pairs the rotary coordinates of a head as neighbours, we (and Hugging Face) as halves, so
 the converter stored the query and key rows reordered
 ([`unpermute_rotary_rows`][attnlab.llama.unpermute_rotary_rows]). Llama 3.1 to 3.3 files
@@ -14,46 +15,66 @@ The Qwen families ([`qwen2`][attnlab.llama.families.qwen2],
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Callable, Mapping
-from typing import Any
+import re
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
 
+from ...gqa import GroupedQueryAttention
+from ...layer_parts import PartialRotary
+from ...positions import Positions
 from ...rope_scaling import Llama3Scaling
+from ...rotary import RotaryEmbedding
+from ..blocks import LayerParts, RMSNorm, SwiGLU
+from ..config import LlamaConfig
 from ..gguf_file import GGUFError
-from ..model import LlamaConfig, LlamaModel
+from .description import describe, read_metadata, rename, rope_scaling
 
 __all__ = [
     "ARCHITECTURE",
+    "Rotaries",
     "config_from_gguf",
+    "layer_parts",
     "llama3_factors",
     "llama3_scaling",
     "read_config",
-    "rename",
+    "softmax_layer",
     "state_dict",
     "unpermute_rotary_rows",
 ]
 
 ARCHITECTURE = "llama"
-
-# llama.cpp's tensor names -> LlamaModel's parameters, per layer and for the whole model
-LAYER_TENSORS = {
-    "attn_norm.weight": "attn_norm.weight",
-    "attn_q.weight": "attn.q_proj.weight",
-    "attn_k.weight": "attn.k_proj.weight",
-    "attn_v.weight": "attn.v_proj.weight",
-    "attn_output.weight": "attn.o_proj.weight",
-    "ffn_norm.weight": "ffn_norm.weight",
-    "ffn_gate.weight": "ffn.gate_proj.weight",
-    "ffn_up.weight": "ffn.up_proj.weight",
-    "ffn_down.weight": "ffn.down_proj.weight",
-}
-MODEL_TENSORS = {"token_embd.weight": "embed.weight", "output_norm.weight": "norm.weight"}
-OUTPUT = "output.weight"  # the unembedding, present only where it is not tied
+UNPERMUTE = re.compile(r"unpermute_rotary_rows\((\w+)\)")  # its argument: a heads field
+CONFIG_FIELDS = frozenset(field.name for field in dataclasses.fields(LlamaConfig))
+# the unembedding, present only where it is not tied (the description's optional tensor)
+OUTPUT = next(
+    row["name"] for row in describe(ARCHITECTURE)["tensors"]["model"] if row.get("optional")
+)
 # Llama 3.1 to 3.3: each rotary pair's frequency divided by a factor (llama3 scaling)
-ROPE_FREQS = "rope_freqs.weight"
+ROPE_FREQS: str = describe(ARCHITECTURE)["rope_freqs"]["tensor"]
+
+
+class Rotaries(NamedTuple):
+    """The model's rotary parts, each shared by the layers that use it.
+
+    Attributes:
+        main: The rotary of ``rope_theta`` (with ``rope_scaling``), of width
+            ``rotary_dim``.
+        local: Gemma 3's sliding layers' rotary of ``rope_local_theta``, unscaled
+            (``None`` elsewhere).
+    """
+
+    main: RotaryEmbedding
+    local: RotaryEmbedding | None = None
+
+    @staticmethod
+    def positions(rotary: RotaryEmbedding, head_dim: int) -> Positions:
+        """``rotary`` over a head of ``head_dim``: itself, or partial over the first features."""
+        return rotary if rotary.head_dim == head_dim else PartialRotary(rotary, head_dim)
 
 
 def unpermute_rotary_rows(weight: Tensor, num_heads: int) -> Tensor:
@@ -139,137 +160,108 @@ def llama3_scaling(factors: Tensor, head_dim: int, theta: float) -> Llama3Scalin
 def read_config(
     metadata: Mapping[str, Any], tensors: Mapping[str, Tensor], arch: str, **family: Any
 ) -> LlamaConfig:
-    """The config the ``<arch>.*`` keys describe; ``family`` sets the family's own options.
+    """The config the family's description reads from the ``<arch>.*`` keys.
 
-    The head width is ``<arch>.attention.key_length`` where the file states it (Qwen3's
-    is not ``d_model / H``), else the rotary dimension, else ``d_model / H``. A
-    ``rope_freqs.weight`` tensor gives Llama 3.1's rotary scaling.
+    The rows of ``<arch>.json`` are read in order (types, defaults, refusals), then the
+    rules they state in words are checked: ``block_count`` the blocks present, the kv
+    heads dividing the heads, an even head width, ``value_length`` equal to it, the
+    rotary width (Llama: the whole head, else refused as llama.cpp refuses it; the
+    others: at most the head, fewer = partial rotary). ``family`` sets further fields.
     """
-
-    def key(name: str, default: Any = None) -> Any:
-        full = f"{arch}.{name}"
-        if full in metadata:
-            return metadata[full]
-        if default is None:
-            raise GGUFError(f"the GGUF file lacks the metadata key {full!r}")
-        return default
-
-    def count(name: str, default: int | None = None) -> int:
-        value = key(name, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise GGUFError(f"the GGUF's {arch}.{name} must be a positive int; got {value!r}")
-        return value
-
-    def number(name: str, default: float | None = None) -> float:
-        value = key(name, default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-            raise GGUFError(f"the GGUF's {arch}.{name} must be a number > 0; got {value!r}")
-        if not math.isfinite(value):
-            raise GGUFError(f"the GGUF's {arch}.{name} must be finite; got {value!r}")
-        return float(value)
-
-    num_layers = count("block_count")
+    values = read_metadata(describe(arch), metadata, tensors)
+    key = {k.removeprefix("key:"): v for k, v in values.items() if k.startswith("key:")}
+    fields = {f: values[f] for f in key if f in CONFIG_FIELDS}
+    num_layers = fields["num_layers"]
     blocks = {name.split(".")[1] for name in tensors if name.startswith("blk.")}
     if num_layers != len(blocks):
         raise GGUFError(
-            f"the GGUF's {arch}.block_count is {num_layers}, but the file holds tensors of "
+            f"the GGUF's {key['num_layers']} is {num_layers}, but the file holds tensors of "
             f"{len(blocks)} block(s)"
         )
-    d_model, num_heads = count("embedding_length"), count("attention.head_count")
-    num_kv_heads = count("attention.head_count_kv", num_heads)
-    if num_heads % num_kv_heads:
+    H, Hkv, D = fields["num_heads"], fields["num_kv_heads"], fields["head_dim"]
+    if H % Hkv:
         raise GGUFError(
-            f"the GGUF's {arch}.attention.head_count ({num_heads}) must be a multiple of "
-            f"{arch}.attention.head_count_kv ({num_kv_heads})"
+            f"the GGUF's {key['num_heads']} ({H}) must be a multiple of "
+            f"{key['num_kv_heads']} ({Hkv})"
         )
-    widths = (f"{arch}.attention.key_length", f"{arch}.rope.dimension_count")
-    if d_model % num_heads and not any(width in metadata for width in widths):
+    if D % 2:
+        raise GGUFError(f"the GGUF's head width must be even (rotary pairs); got {D}")
+    if values["value_length"] != D:
         raise GGUFError(
-            f"the GGUF's {arch}.embedding_length ({d_model}) must be a multiple of "
-            f"{arch}.attention.head_count ({num_heads}) when the file states no head width"
+            f"the GGUF's {key['value_length']} ({values['value_length']}) must equal the "
+            f"head width {D}; attnlab.llama reads equal widths"
         )
-    head_dim = count("attention.key_length", count("rope.dimension_count", d_model // num_heads))
-    if head_dim % 2:
-        raise GGUFError(f"the GGUF's head width must be even (rotary pairs); got {head_dim}")
-    # the embedding's rows: the model's vocabulary, even where the token list is shorter
-    embed = tensors.get("token_embd.weight")
-    rows = len(metadata.get("tokenizer.ggml.tokens", [])) if embed is None else embed.shape[0]
-    vocab = count("vocab_size", int(rows))
-    theta = number("rope.freq_base", 10000.0)
+    R = fields["rotary_dim"]
+    if arch == ARCHITECTURE and R != D:
+        raise GGUFError(
+            f"the GGUF's {key['rotary_dim']} ({R}) must equal the head width {D} "
+            f"(llama.cpp refuses it too: invalid n_rot)"
+        )
+    if R % 2 or R > D:
+        raise GGUFError(
+            f"the GGUF's {key['rotary_dim']} must be even and at most the head width {D}; got {R}"
+        )
+    scaling = rope_scaling(values)
     if ROPE_FREQS in tensors:
-        family["rope_scaling"] = llama3_scaling(tensors[ROPE_FREQS], head_dim, theta)
-    return LlamaConfig(
-        vocab_size=vocab,
-        d_model=d_model,
-        num_layers=num_layers,
-        num_heads=num_heads,
-        num_kv_heads=num_kv_heads,
-        head_dim=head_dim,
-        ffn_dim=count("feed_forward_length"),
-        rope_theta=theta,
-        rms_eps=number("attention.layer_norm_rms_epsilon"),
-        context_length=count("context_length"),
-        bos_token_id=int(metadata.get("tokenizer.ggml.bos_token_id", 1)),
-        eos_token_id=int(metadata.get("tokenizer.ggml.eos_token_id", 2)),
-        tie_word_embeddings=OUTPUT not in tensors,
-        **family,
-    )
+        if scaling is not None:
+            raise GGUFError(
+                f"the GGUF file has both {ROPE_FREQS} and {key['scaling_type']} "
+                f"{values['scaling_type']!r} (factor {values['scaling_factor']:g}); "
+                f"attnlab.llama reads one rotary scaling"
+            )
+        scaling = llama3_scaling(tensors[ROPE_FREQS], D, fields["rope_theta"])
+    fields.update(rope_scaling=scaling, tie_word_embeddings=OUTPUT not in tensors)
+    return LlamaConfig(**fields, architecture=arch, **family)
 
 
 def config_from_gguf(metadata: Mapping[str, Any], tensors: Mapping[str, Tensor]) -> LlamaConfig:
     """A Llama file's config, from its ``llama.*`` keys (and Llama 3.1's ``rope_freqs``)."""
-    return read_config(metadata, tensors, ARCHITECTURE)
+    return read_config(metadata, tensors, ARCHITECTURE)  # layer_types None: all full
 
 
-def rename(
+def layer_parts(config: LlamaConfig, index: int, rotaries: Rotaries) -> LayerParts:
+    """Layer ``index``: RMSNorm, grouped-query attention (no biases), RMSNorm, SwiGLU."""
+    return softmax_layer(config, index, rotaries)
+
+
+def softmax_layer(
     config: LlamaConfig,
-    tensors: Mapping[str, Tensor],
-    layer_tensors: Mapping[str, str],
-    reorder: Callable[[str, Tensor], Tensor] | None = None,
-) -> dict[str, Tensor]:
-    """GGUF tensors under LlamaModel's parameter names, ``reorder(gguf_name, t)`` applied."""
-    names = dict(MODEL_TENSORS)
-    if not config.tie_word_embeddings:
-        names[OUTPUT] = "lm_head.weight"
-    for i in range(config.num_layers):
-        names.update({f"blk.{i}.{g}": f"layers.{i}.{n}" for g, n in layer_tensors.items()})
-    missing = [name for name in names if name not in tensors]
-    if missing:
-        raise GGUFError(
-            f"the GGUF file lacks {len(missing)} tensor(s) of the {config.architecture} "
-            f"family, e.g. {missing[0]!r}"
-        )
-    used = set(names) | ({ROPE_FREQS} if config.rope_scaling is not None else set())
-    extra = sorted(set(tensors) - used)
-    if extra:
-        raise GGUFError(
-            f"the GGUF file has tensor(s) the {config.architecture} family does not use, "
-            f"e.g. {extra[0]!r}"
-        )
-    with torch.device("meta"):  # the shapes the config implies, no memory
-        shapes = {name: p.shape for name, p in LlamaModel(config).state_dict().items()}
-    for gguf_name, name in names.items():
-        got, wanted = tuple(tensors[gguf_name].shape), tuple(shapes[name])
-        if got != wanted:
-            raise GGUFError(
-                f"the GGUF file's tensor {gguf_name!r} has shape {got}; the file's "
-                f"{config.architecture}.* keys imply {wanted}"
-            )
-    state = {}
-    for gguf_name, name in names.items():
-        tensor = tensors[gguf_name]
-        state[name] = (tensor if reorder is None else reorder(gguf_name, tensor)).contiguous()
-    return state
+    index: int,
+    rotaries: Rotaries,
+    *,
+    bias: bool = False,
+    qk_norm: bool = False,
+) -> LayerParts:
+    """A Llama-layout layer, with q/k/v biases (Qwen2) or q/k norms (Qwen3) if asked.
+
+    A ``"sliding_attention"`` layer sees the last ``sliding_window`` positions.
+    """
+    c = config
+    kind = c.types()[index]
+    attn = GroupedQueryAttention(
+        c.d_model,
+        c.num_heads,
+        c.num_kv_heads,
+        c.head_dim,
+        bias=bias,
+        window=c.sliding_window if kind == "sliding_attention" else None,
+        positions=rotaries.positions(rotaries.main, c.head_dim),
+        out_bias=False,
+        q_norm=RMSNorm(c.head_dim, c.rms_eps) if qk_norm else None,
+        k_norm=RMSNorm(c.head_dim, c.rms_eps) if qk_norm else None,
+    )
+    norms = RMSNorm(c.d_model, c.rms_eps), RMSNorm(c.d_model, c.rms_eps)
+    return LayerParts(kind, norms[0], attn, norms[1], SwiGLU(c.d_model, c.ffn_dim))
 
 
 def state_dict(config: LlamaConfig, tensors: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    """A Llama file's tensors as LlamaModel's parameters, the rotary rows un-permuted."""
+    """A Llama file's tensors as the model's parameters, the rotary rows un-permuted."""
 
-    def reorder(gguf_name: str, tensor: Tensor) -> Tensor:
-        if gguf_name.endswith(".attn_q.weight"):
-            return unpermute_rotary_rows(tensor, config.num_heads)
-        if gguf_name.endswith(".attn_k.weight"):
-            return unpermute_rotary_rows(tensor, config.num_kv_heads)
-        return tensor
+    def transform(row: dict[str, Any], tensor: Tensor) -> dict[str, Tensor]:
+        heads = UNPERMUTE.fullmatch(row.get("transform", ""))  # the description's rows
+        if heads is not None:
+            tensor = unpermute_rotary_rows(tensor, getattr(config, heads[1]))
+        return {row["part"]: tensor}
 
-    return rename(config, tensors, LAYER_TENSORS, reorder)
+    used = frozenset({ROPE_FREQS} if isinstance(config.rope_scaling, Llama3Scaling) else ())
+    return rename(config, tensors, transform, used)

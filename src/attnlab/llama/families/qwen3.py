@@ -4,7 +4,7 @@ Llama's layout ([`llama`][attnlab.llama.families.llama]) with an RMSNorm on each
 and key head before the rotation (``attn_q_norm.weight``, ``attn_k_norm.weight``: one
 weight of width ``D`` shared by the heads), no biases, a head width of its own
 (``qwen3.attention.key_length``: 128 where ``d_model / H`` may differ), and the rotary
-rows stored as they are.
+rows stored as they are (all in ``qwen3.json``).
 """
 
 from __future__ import annotations
@@ -14,24 +14,26 @@ from typing import Any
 
 from torch import Tensor
 
-from ..model import LlamaConfig
-from .llama import LAYER_TENSORS, read_config, rename
+from ..blocks import LayerParts
+from ..config import LlamaConfig
+from .description import rename
+from .llama import Rotaries, read_config, softmax_layer
 
-__all__ = ["ARCHITECTURE", "config_from_gguf", "state_dict"]
+__all__ = ["ARCHITECTURE", "config_from_gguf", "layer_parts", "state_dict"]
 
 ARCHITECTURE = "qwen3"
 
-QK_NORMS = {
-    "attn_q_norm.weight": "attn.q_norm.weight",
-    "attn_k_norm.weight": "attn.k_norm.weight",
-}
-
 
 def config_from_gguf(metadata: Mapping[str, Any], tensors: Mapping[str, Tensor]) -> LlamaConfig:
-    """A Qwen3 file's config, from its ``qwen3.*`` keys: RMSNorm on q and k per head."""
-    return read_config(metadata, tensors, ARCHITECTURE, architecture=ARCHITECTURE, qk_norm=True)
+    """A Qwen3 file's config, from its ``qwen3.*`` keys."""
+    return read_config(metadata, tensors, ARCHITECTURE)  # layer_types None: all full
+
+
+def layer_parts(config: LlamaConfig, index: int, rotaries: Rotaries) -> LayerParts:
+    """Layer ``index``: Llama's, with an RMSNorm on each query and key head."""
+    return softmax_layer(config, index, rotaries, qk_norm=True)
 
 
 def state_dict(config: LlamaConfig, tensors: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    """A Qwen3 file's tensors as LlamaModel's parameters (no rotary reordering)."""
-    return rename(config, tensors, {**LAYER_TENSORS, **QK_NORMS})
+    """A Qwen3 file's tensors as the model's parameters (no rotary reordering)."""
+    return rename(config, tensors)

@@ -1,20 +1,49 @@
-// The model families the page reads, by GGUF `general.architecture`. A family is one
-// file (families/<name>.js) exporting `family`: {architecture, Config, configFromGguf,
-// partsFromGguf}; adding one is an import and an entry here.
+// @ts-check
+// The model families the page reads, by GGUF `general.architecture`: one per description
+// in descriptions.js (generated from src/attnlab/llama/families/*.json), each read by the
+// one generic reader (reader.js: the config; parts.js: the model's parts). Adding a family
+// is a JSON file on the Python side, and the parts it names.
 import { repr } from "../gguf.js";
-import { family as llama } from "./llama.js";
-import { family as qwen2 } from "./qwen2.js";
-import { family as qwen3 } from "./qwen3.js";
+import { DESCRIPTIONS } from "./descriptions.js";
+import { readParts } from "./parts.js";
+import { readConfig } from "./reader.js";
 
-export const FAMILIES = Object.fromEntries([llama, qwen2, qwen3].map((f) => [f.architecture, f]));
+/** @typedef {import("./reader.js").Config} Config */
+/** @typedef {import("../gguf.js").Tensor} Tensor */
 
-// The family of a parsed GGUF file, refused by name when the page has none for it.
+/**
+ * A family: its description, its config reader and its parts reader.
+ * @typedef {object} Family
+ * @property {string} architecture
+ * @property {import("./reader.js").Description} description
+ * @property {(metadata: Record<string, unknown>, tensors?: Record<string, Tensor>) => Readonly<Config>} configFromGguf
+ * @property {(tensors: Record<string, Tensor>, config: Config) => import("../model.js").ModelParts} partsFromGguf
+ */
+
+/** @type {Record<string, Family>} */
+export const FAMILIES = Object.fromEntries(Object.entries(DESCRIPTIONS).map(([architecture, found]) => {
+  const description = /** @type {import("./reader.js").Description} */ (found);
+  /** @type {Family} */
+  const family = {
+    architecture,
+    description,
+    configFromGguf: (metadata, tensors = {}) => readConfig(description, metadata, tensors),
+    partsFromGguf: (tensors, config) => readParts(description, tensors, config),
+  };
+  return [architecture, family];
+}));
+
+/**
+ * The family of a parsed GGUF file, refused by name when the page has none for it.
+ * @param {Record<string, unknown>} metadata
+ * @returns {Family}
+ */
 export function familyOf(metadata) {
   const architecture = metadata["general.architecture"];
   const family = typeof architecture === "string" && Object.hasOwn(FAMILIES, architecture) ? FAMILIES[architecture] : undefined;
   if (!family) {
     throw new RangeError(
-      `the GGUF's general.architecture must be one of ${Object.keys(FAMILIES).join(", ")}; got ${repr(architecture)}`
+      `the GGUF's general.architecture must be one of ${Object.keys(FAMILIES).sort().join(", ")}; got ${repr(architecture)}`
     );
   }
   return family;

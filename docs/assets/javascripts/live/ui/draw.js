@@ -1,34 +1,85 @@
+// @ts-check
 // Drawing the live view: the tokens, one head's bars and weight matrix, the next-token
 // prediction and the grid of every head, from the state (state.js) and the last run
-// ({ids, tokens, T, layers, heads, attention, top, ms}). The page's explorer helpers
-// (window.attnlabExplorer, explorer.js) draw the bars as the explorer does; the weight
-// matrix is a picture (renderMatrix), since a long text's is too big for a table.
+// (LiveResult). The explorer's helpers (explorer.js) draw the bars as the explorer does;
+// the weight matrix is a picture (renderMatrix), since a long text's is too big for a
+// table. Each layer is drawn as what it is (layers.js): full and sliding-window softmax
+// layers as probabilities (the window's band hatched and outlined), Gated DeltaNet layers'
+// signed implicit attention on a diverging scale.
+import { bar, el, shadePercent } from "../../explorer.js";
 import { isAblated } from "./state.js";
+import { largestMagnitude, layerNote, seen, written } from "./layers.js";
 
-const HEAT_MAX = 60; // as explorer.js: sqrt(weight) x 60 % of the explorer's colour
+export { el };
+
+/** @typedef {import("./layers.js").LayerKind} LayerKind */
+/** @typedef {import("./state.js").ViewState} ViewState */
+/**
+ * @typedef {object} LiveResult  the last run, as the view draws it
+ * @property {number[]} ids
+ * @property {string[]} tokens  each id's text (generated ones included, not yet read: T of them are)
+ * @property {number} T  tokens the maps cover
+ * @property {number} layers
+ * @property {number} heads  the most heads a layer has
+ * @property {number[]} [layerHeads]  each layer's heads (a Gated DeltaNet layer's value heads);
+ *   absent: `heads` in every layer
+ * @property {Float32Array} attention  the layers' maps one after the other, layer l (layerHeads[l], T, T)
+ * @property {LayerKind[]} kinds  each layer's kind (layers.js)
+ * @property {{id: number, token: string, probability: number}[]} top
+ * @property {number} ms
+ */
+/** @typedef {(query: number, key: number) => number} Weights  one head's (T, T) map */
+
 const WRITTEN_CELL = 32; // CSS px: a matrix cell this wide or wider has its weight written in it
 
-export const el = (tag, attrs, children) => window.attnlabExplorer.el(tag, attrs, children);
-
 // A token as the page shows it: newlines, tabs and a token of spaces only made visible.
+/** @param {string} token */
 export const shown = (token) => (/^ +$/.test(token) ? "\u2423".repeat(token.length) : token)
   .replace(/\n/g, "\u21B5").replace(/\t/g, "\u21E5");
 
-// How much of the explorer's colour shades a weight: sqrt(weight) x 60, in percent.
-const shadePercent = (weight) => Math.round(Math.sqrt(Math.max(0, Math.min(1, weight))) * HEAT_MAX);
-
+/** @param {number} weight  in [0, 1] @returns {string} the CSS colour a weight is shaded with */
 export const shade = (weight) => `color-mix(in srgb, var(--attn-color) ${shadePercent(weight)}%, transparent)`;
 
-// A view of one head's (T, T) weights in the run's attention array.
+/**
+ * A view of one head's (T, T) weights in the run's attention array.
+ * @param {LiveResult} result
+ * @param {number} layer
+ * @param {number} head
+ * @returns {Weights}
+ */
 export function headWeights(result, layer, head) {
   const T = result.T;
-  const at = (layer * result.heads + head) * T * T;
+  const at = (headsBefore(result, layer) + head) * T * T;
   return (query, key) => result.attention[at + query * T + key];
 }
 
+/**
+ * Layer l's heads.
+ * @param {{heads: number, layerHeads?: number[]}} result
+ * @param {number} layer
+ */
+export const headsOf = (result, layer) => (result.layerHeads ? result.layerHeads[layer] : result.heads);
+
+/**
+ * The heads of the layers before `layer` (the maps' offset, in (T, T) blocks).
+ * @param {{heads: number, layerHeads?: number[]}} result
+ * @param {number} layer
+ */
+function headsBefore(result, layer) {
+  let heads = 0;
+  for (let l = 0; l < layer; l++) heads += headsOf(result, l);
+  return heads;
+}
+
+/**
+ * @param {HTMLElement} box
+ * @param {ViewState} state
+ * @param {LiveResult} result
+ */
 export function renderTokens(box, state, result) {
   box.textContent = "";
   result.tokens.forEach((token, i) => {
+    /** @type {Record<string, string>} */
     const attrs = {
       type: "button", className: "attn-explorer__token", "data-index": String(i),
       "aria-pressed": String(i === state.query), title: `token ${i}, id ${result.ids[i]}`,
@@ -38,9 +89,26 @@ export function renderTokens(box, state, result) {
   });
 }
 
+/**
+ * @typedef {object} HeadView  the elements renderHead fills (main.js builds them)
+ * @property {{input: HTMLInputElement, out: HTMLElement}} layer
+ * @property {{input: HTMLInputElement, out: HTMLElement}} head
+ * @property {[HTMLElement, HTMLElement]} captionAndBars
+ * @property {HTMLCanvasElement} matrix
+ * @property {HTMLElement} legend  what the matrix's colours and marks mean for this layer
+ */
+
+/**
+ * One head: its bars for the selected query and its whole matrix, as its layer's kind says.
+ * @param {HeadView} view
+ * @param {ViewState} state
+ * @param {LiveResult} result
+ */
 export function renderHead(view, state, result) {
   const words = result.tokens.map(shown);
   const w = headWeights(result, state.layer, state.head);
+  const kind = result.kinds[state.layer];
+  const query = state.query ?? result.T - 1;
   const { layer, head, captionAndBars, matrix } = view;
   layer.input.value = String(state.layer);
   head.input.value = String(state.head);
@@ -49,81 +117,197 @@ export function renderHead(view, state, result) {
   layer.input.setAttribute("aria-valuetext", `layer ${state.layer}`);
   head.input.setAttribute("aria-valuetext", `head ${state.head}`);
   const off = isAblated(state.ablate, state.layer, state.head) ? " (knocked out: its weights are shown, its output is not used)" : "";
-  captionAndBars[0].textContent = `Layer ${state.layer}, head ${state.head}: where \u201C${words[state.query].trim()}\u201D (token ${state.query}) attends${off}`;
+  const what = kind.type === "full_attention" ? "" : ` — ${layerNote(kind)}`;
+  captionAndBars[0].textContent =
+    `Layer ${state.layer}, head ${state.head}: where \u201C${words[query].trim()}\u201D (token ${query}) attends${off}${what}`;
   const bars = captionAndBars[1];
   bars.textContent = "";
-  for (let j = 0; j <= state.query; j++) {
-    const weight = w(state.query, j);
-    bars.appendChild(window.attnlabExplorer.bar(
-      { className: "attn-bar", role: "listitem", "data-key": String(j) }, `${j} ${words[j]}`, weight, weight.toFixed(3), 1));
+  const largest = kind.signed ? largestMagnitude(w, result.T) : 1;
+  for (let j = 0; j <= query; j++) {
+    const value = w(query, j);
+    const className = "attn-bar" + (seen(kind, query, j) ? "" : " attn-bar--masked") +
+      (kind.signed ? " attn-bar--signed" + (value < 0 ? " attn-bar--negative" : "") : "");
+    bars.appendChild(bar({ className, role: "listitem", "data-key": String(j) }, {
+      label: `${j} ${words[j]}`, weight: Math.abs(value) / largest, text: written(kind, value, 3), widthDigits: 1,
+    }));
   }
-  renderMatrix(matrix, state.query, result.T, w);
-  matrix.setAttribute("aria-label", `Layer ${state.layer}, head ${state.head}: the weight matrix of ${result.T} queries ` +
-    `(rows) over ${result.T} keys (columns), the stronger the colour, the more weight; row ${state.query} outlined.`);
+  renderMatrix(matrix, { query, T: result.T, w, kind });
+  renderLegend(view.legend, kind, largest);
+  const meaning = kind.signed
+    ? `signed values, blue positive and orange negative, the stronger the colour the larger |value| (at most ${largest.toFixed(3)})`
+    : "the stronger the colour, the more weight";
+  matrix.setAttribute("aria-label", `Layer ${state.layer}, head ${state.head}: the ${kind.signed ? "implicit attention" : "weight"} ` +
+    `matrix of ${result.T} queries (rows) over ${result.T} keys (columns), ${meaning}` +
+    (kind.window === null ? "" : `; keys more than ${kind.window - 1} tokens back are outside the window (hatched)`) +
+    `; row ${query} outlined.`);
 }
 
-// One head's (T, T) weights as a picture: row = query, column = key, shaded as the
-// explorer's cells (shadePercent: the alpha of its colour), masked keys blank, the selected
-// query's row outlined; wide enough cells have their weight written. Drawn at the device's
-// pixels: T cells across the canvas's width.
-export function renderMatrix(canvas, query, T, w) {
-  const size = Math.round(canvas.clientWidth * (window.devicePixelRatio || 1));
+/**
+ * The legend under the matrix: nothing for full attention; the window's marks for a
+ * sliding layer; the diverging scale for a linear layer.
+ * @param {HTMLElement} legend
+ * @param {LayerKind} kind
+ * @param {number} largest  a linear layer's largest |value| (the scale's ends)
+ */
+export function renderLegend(legend, kind, largest) {
+  legend.textContent = "";
+  legend.hidden = kind.type === "full_attention";
+  legend.dataset.kind = kind.type;
+  if (kind.type === "sliding_attention") {
+    legend.append(
+      el("span", { className: "live__swatch live__swatch--hatched", "aria-hidden": "true" }),
+      el("span", { text: `outside the window (more than ${Number(kind.window) - 1} tokens back): weight 0; ` +
+        "the dashed line is the window's edge" }),
+    );
+  } else if (kind.type === "linear_attention") {
+    const end = largest.toFixed(3);
+    legend.append(
+      el("span", { className: "live__scale-end", text: `\u2212${end}` }),
+      el("span", { className: "live__scale", "aria-hidden": "true" }),
+      el("span", { className: "live__scale-end", text: `+${end}` }),
+      el("span", { className: "live__scale-note", text: "signed values, centred at 0 (no colour): not probabilities" }),
+    );
+  }
+}
+
+/**
+ * @typedef {object} MatrixOptions
+ * @property {number} query  the selected query (its row outlined)
+ * @property {number} T  queries and keys
+ * @property {Weights} w  the head's map
+ * @property {LayerKind} kind  the layer's kind
+ */
+
+/**
+ * One head's (T, T) map as a picture: row = query, column = key, shaded as the
+ * explorer's cells (shadePercent: the alpha of its colour; a linear layer's values by
+ * |value| / the largest, in the positive or the negative colour), later keys masked
+ * grey, a sliding layer's keys outside the window hatched and the window's edge dashed,
+ * the selected query's row outlined; wide enough cells have their value written. Drawn
+ * at the device's pixels: T cells across the canvas's width.
+ * @param {HTMLCanvasElement} canvas
+ * @param {MatrixOptions} options
+ */
+export function renderMatrix(canvas, { query, T, w, kind }) {
+  const ratio = window.devicePixelRatio || 1;
+  const size = Math.round(canvas.clientWidth * ratio);
   if (!size) return; // not on screen: drawn when it is
   const style = getComputedStyle(canvas);
   const colour = rgba(style.color); // var(--attn-color)
+  const negative = rgba(style.columnRuleColor); // var(--attn-negative-color), live.css
   const masked = rgba(style.borderTopColor); // Material's lightest grey
+  const largest = kind.signed ? largestMagnitude(w, T) : 1;
   const cells = new ImageData(T, T);
   for (let i = 0; i < T; i++) {
     for (let k = 0; k < T; k++) {
       const at = 4 * (i * T + k);
       if (k > i) {
         cells.data.set(masked, at);
-      } else {
-        cells.data.set(colour, at);
-        cells.data[at + 3] = Math.round(2.55 * shadePercent(w(i, k)));
-      }
+      } else if (seen(kind, i, k)) {
+        const value = w(i, k);
+        cells.data.set(value < 0 ? negative : colour, at);
+        cells.data[at + 3] = Math.round(2.55 * shadePercent(Math.abs(value) / largest));
+      } // outside the window: clear, hatched below
     }
   }
   const picture = new OffscreenCanvas(T, T);
-  picture.getContext("2d").putImageData(cells, 0, 0);
+  const pictureContext = picture.getContext("2d");
+  if (!pictureContext) return;
+  pictureContext.putImageData(cells, 0, 0);
   canvas.width = size;
   canvas.height = size;
   canvas.dataset.queries = String(T);
+  canvas.dataset.layerType = kind.type;
   const context = canvas.getContext("2d");
+  if (!context) return;
   context.imageSmoothingEnabled = T > size; // sharp cells; averaged when there are more cells than pixels
   context.drawImage(picture, 0, 0, size, size);
   const cell = size / T;
-  const ratio = window.devicePixelRatio || 1;
-  const ink = getComputedStyle(canvas.parentElement).color;
-  if (cell >= WRITTEN_CELL * ratio) { // few tokens: each weight written in its cell, as in the explorer's table
+  const ink = getComputedStyle(canvas.parentElement ?? canvas).color;
+  if (kind.window !== null && kind.window < T) drawWindow(context, { T, cell, span: kind.window, ink, ratio });
+  if (cell >= WRITTEN_CELL * ratio) { // few tokens: each value written in its cell, as in the explorer's table
     context.fillStyle = ink;
-    context.font = `${Math.round(Math.min(12 * ratio, cell / 3))}px ${getComputedStyle(canvas).fontFamily}`;
+    context.font = `${Math.round(Math.min(12 * ratio, cell / 3))}px ${style.fontFamily}`;
     context.textAlign = "center";
     context.textBaseline = "middle";
     for (let i = 0; i < T; i++) {
-      for (let k = 0; k <= i; k++) context.fillText(w(i, k).toFixed(2), (k + 0.5) * cell, (i + 0.5) * cell);
+      for (let k = 0; k <= i; k++) {
+        if (seen(kind, i, k)) context.fillText(written(kind, w(i, k), 2), (k + 0.5) * cell, (i + 0.5) * cell);
+      }
     }
   }
   const line = Math.max(1, Math.round(ratio));
   context.strokeStyle = ink;
   context.lineWidth = line;
+  context.setLineDash([]);
   context.strokeRect(line / 2, query * cell - line / 2, size - line, cell + line);
 }
 
-// A computed CSS colour, "rgb(r, g, b)" or "rgba(r, g, b, a)", as the 4 bytes of a pixel.
+/**
+ * A sliding layer's keys outside the window (row i: keys 0 .. i - window) hatched in the
+ * ink's colour, and the window's lower edge dashed.
+ * @param {CanvasRenderingContext2D} context
+ * @param {{T: number, cell: number, span: number, ink: string, ratio: number}} options  span: the window, tokens
+ */
+function drawWindow(context, { T, cell, span, ink, ratio }) {
+  const edge = new Path2D(); // the staircase between the last key outside and the first inside
+  edge.moveTo(0, span * cell);
+  for (let i = span; i < T; i++) {
+    edge.lineTo((i - span + 1) * cell, i * cell);
+    edge.lineTo((i - span + 1) * cell, (i + 1) * cell);
+  }
+  const outside = new Path2D(edge);
+  outside.lineTo(0, T * cell);
+  outside.closePath();
+  const step = Math.max(4, Math.round(6 * ratio)); // the hatching's spacing, device px
+  context.save();
+  context.clip(outside);
+  context.strokeStyle = ink;
+  context.globalAlpha = 0.35;
+  context.lineWidth = Math.max(1, ratio);
+  context.beginPath();
+  for (let d = -T * cell; d < T * cell; d += step) { // lines going up to the right
+    context.moveTo(d, T * cell);
+    context.lineTo(d + T * cell, 0);
+  }
+  context.stroke();
+  context.restore();
+  context.save();
+  context.strokeStyle = ink;
+  context.lineWidth = Math.max(1.5, 2 * ratio);
+  context.setLineDash([4 * ratio, 3 * ratio]);
+  context.stroke(edge);
+  context.restore();
+}
+
+/**
+ * A computed CSS colour, "rgb(r, g, b)" or "rgba(r, g, b, a)", as the 4 bytes of a pixel.
+ * @param {string} cssColour
+ * @returns {number[]}
+ */
 function rgba(cssColour) {
-  const [r, g, b, a = 1] = cssColour.match(/[\d.]+/g).map(Number);
+  const [r, g, b, a = 1] = (cssColour.match(/[\d.]+/g) || ["0", "0", "0", "0"]).map(Number);
   return [r, g, b, Math.round(255 * a)];
 }
 
-// The cell under a point of the matrix (a click, a tap, the pointer): {query, key}, 0 .. T - 1.
+/**
+ * The cell under a point of the matrix (a click, a tap, the pointer).
+ * @param {HTMLCanvasElement} canvas
+ * @param {MouseEvent} event
+ * @returns {{query: number, key: number}}  0 .. T - 1
+ */
 export function matrixCell(canvas, event) {
   const box = canvas.getBoundingClientRect();
   const T = Number(canvas.dataset.queries);
+  /** @param {number} offset @param {number} length */
   const at = (offset, length) => Math.max(0, Math.min(T - 1, Math.floor((offset / length) * T)));
   return { query: at(event.clientY - box.top, box.height), key: at(event.clientX - box.left, box.width) };
 }
 
+/**
+ * @param {HTMLElement} list
+ * @param {LiveResult} result
+ */
 export function renderPrediction(list, result) {
   list.textContent = "";
   for (const entry of result.top || []) {
@@ -134,26 +318,57 @@ export function renderPrediction(list, result) {
   }
 }
 
-// One cell of the grid: the query's strongest key, or the head's score (scores: headScores).
-function overviewValue(state, result, scores, layer, head) {
+/** @typedef {import("./experiments.js").HeadScores} HeadScores */
+
+/**
+ * One cell of the grid: the query's strongest key, or the head's score (scores:
+ * headScores). A linear layer's signed values are no weights: its cell names the key of
+ * the largest |value|, unshaded (weight null).
+ * @param {ViewState} state
+ * @param {LiveResult} result
+ * @param {HeadScores} scores
+ * @param {{layer: number, head: number}} at
+ * @returns {{weight: number | null, text: string}}
+ */
+function overviewValue(state, result, scores, { layer, head }) {
   if (state.shade !== "query") {
     const table = scores[state.shade];
     const score = table ? table[layer][head] : null;
     return { weight: score === null ? 0 : score, text: score === null ? "\u2013" : score.toFixed(2).replace(/^0/, "") };
   }
   const w = headWeights(result, layer, head);
+  const query = state.query ?? result.T - 1;
+  const signed = result.kinds[layer].signed;
+  /** @param {number} k */
+  const size = (k) => (signed ? Math.abs(w(query, k)) : w(query, k));
   let best = 0;
-  for (let k = 1; k <= state.query; k++) if (w(state.query, k) > w(state.query, best)) best = k;
-  return { weight: w(state.query, best), text: String(best) };
+  for (let k = 1; k <= query; k++) if (size(k) > size(best)) best = k;
+  return { weight: signed ? null : w(query, best), text: String(best) };
 }
 
+/**
+ * @typedef {object} OverviewView  the elements renderOverview fills
+ * @property {HTMLElement} grid
+ * @property {HTMLElement} gridCaption
+ * @property {HTMLSelectElement} shadeSelect
+ */
+
+/**
+ * The grid of every head.
+ * @param {OverviewView} view
+ * @param {ViewState} state
+ * @param {LiveResult} result
+ * @param {HeadScores} scores
+ */
 export function renderOverview(view, state, result, scores) {
   const { grid, gridCaption, shadeSelect } = view;
-  gridCaption.textContent = state.shade === "query"
+  const linear = result.kinds.some((kind) => kind.signed)
+    ? " Linear (Gated DeltaNet) layers' cells are unshaded: their values are signed, not weights; scores skip them." : "";
+  gridCaption.textContent = (state.shade === "query"
     ? `Each cell is a head (row = layer, column = head): the token that query ${state.query} looks at most, shaded by its weight.`
     : `Each cell is a head (row = layer, column = head): its ${shadeSelect.selectedOptions[0].text} on this text, in [0, 1]` +
       (state.shade === "induction" && !scores.induction
-        ? " (it needs a text that ends with one run of tokens written twice in a row, A B C A B C, the same token ids: a word with and without a space before it is two different tokens; try Repeated random tokens)." : ".");
+        ? " (it needs a text that ends with one run of tokens written twice in a row, A B C A B C, the same token ids: a word with and without a space before it is two different tokens; try Repeated random tokens)." : ".")) + linear;
   grid.textContent = "";
   const headRow = el("tr", {}, [el("th", { scope: "col", text: "layer \u2193 head \u2192" })]);
   for (let h = 0; h < result.heads; h++) headRow.appendChild(el("th", { scope: "col", text: String(h) }));
@@ -162,17 +377,23 @@ export function renderOverview(view, state, result, scores) {
   for (let l = 0; l < result.layers; l++) {
     const tr = el("tr", {}, [el("th", { scope: "row", text: String(l) })]);
     for (let h = 0; h < result.heads; h++) {
-      const value = overviewValue(state, result, scores, l, h);
+      if (h >= headsOf(result, l)) { // a layer with fewer heads: an empty cell
+        tr.appendChild(el("td", { className: "live__no-head" }));
+        continue;
+      }
+      const value = overviewValue(state, result, scores, { layer: l, head: h });
+      const signed = result.kinds[l].signed ? " (linear layer: the key of the largest |value|, signed, unshaded)" : "";
       const off = isAblated(state.ablate, l, h);
       const selected = l === state.layer && h === state.head;
       const button = el("button", {
         type: "button", className: "live__head" + (off ? " is-ablated" : "") + (selected ? " is-selected" : ""),
         "data-layer": String(l), "data-head": String(h), "aria-pressed": String(off),
-        "aria-label": `layer ${l}, head ${h}${off ? ", knocked out" : ""}: ${value.text}`,
-        title: `layer ${l}, head ${h}${off ? ", knocked out" : ""}: ${value.text}`,
+        "aria-label": `layer ${l}, head ${h}${off ? ", knocked out" : ""}: ${value.text}${signed}`,
+        title: `layer ${l}, head ${h}${off ? ", knocked out" : ""}: ${value.text}${signed}`,
         text: off ? "\u00D7" : value.text,
       });
-      if (!off) button.style.backgroundColor = shade(value.weight);
+      if (!off && value.weight !== null) button.style.backgroundColor = shade(value.weight);
+      if (signed) button.classList.add("is-signed");
       tr.appendChild(el("td", {}, [button]));
     }
     body.appendChild(tr);
@@ -183,11 +404,17 @@ export function renderOverview(view, state, result, scores) {
 // The run's maps grown by blocks of query rows, copied once however many blocks came:
 // block k's `rows` (num_layers, H, n_k, S_k) are the queries T_k .. T_k + n_k - 1, where
 // T_k = T + n_0 + ... + n_(k-1) and S_k = T_k + n_k (the maps growing as tokens are generated).
+/**
+ * @param {{layers: number, heads: number, layerHeads?: number[], T: number, attention: Float32Array}} result
+ * @param {{rows: Float32Array, n: number}[]} blocks
+ * @returns {Float32Array}  the layers' maps, layer l (layerHeads[l], S, S)
+ */
 export function growMaps(result, blocks) {
-  const { layers, heads, T } = result;
+  const { layers, T } = result;
   const S = blocks.reduce((total, block) => total + block.n, T);
-  const grown = new Float32Array(layers * heads * S * S);
-  for (let b = 0; b < layers * heads; b++) {
+  const maps = headsBefore(result, layers); // every layer's heads
+  const grown = new Float32Array(maps * S * S);
+  for (let b = 0; b < maps; b++) {
     for (let i = 0; i < T; i++) {
       grown.set(result.attention.subarray((b * T + i) * T, (b * T + i + 1) * T), (b * S + i) * S);
     }

@@ -1,5 +1,6 @@
+// @ts-check
 // The explorer's live section (docs/explorer.md#live): the reader's own text through the
-// model, in this browser, through window.attnlabLive (api.js) and nothing else.
+// model, in this browser, through attnlabLive (api.js) and nothing else.
 //
 // What the reader can do: type text and see its tokens; pick a layer, a head and a
 // query token (bars and weight matrix drawn as the explorer draws them); see every head
@@ -8,30 +9,46 @@
 // sampled, seeded; the model's chat template when it has one) and watch the maps grow a
 // row per token; click heads to knock them out; run the chapters' experiments in one
 // click. Tokens, layers and heads count from zero, as in the code. The view lives in
-// the URL (state.js); drawing is draw.js; the experiments are experiments.js.
-import "../api.js";
-import { ablatedPairs, isAblated, readUrl, toggleHead, writeUrl } from "./state.js";
+// the URL (state.js); drawing is draw.js (each layer as what it is: layers.js); the
+// experiments are experiments.js.
+import { api } from "../api.js";
+import { captionedBars } from "../../explorer.js";
+import { layerKind, seen, unseenReason, written } from "./layers.js";
+import { ablatedPairs, readUrl, toggleHead, writeUrl } from "./state.js";
 import {
-  el, growMaps, headWeights, matrixCell, renderHead, renderOverview, renderPrediction, renderTokens, shown,
+  el, growMaps, headWeights, headsOf, matrixCell, renderHead, renderOverview, renderPrediction, renderTokens, shown,
 } from "./draw.js";
 import { REPEAT_LENGTH, headScores, repeatedRandomTokens, scoreLines } from "./experiments.js";
 
 const MiB = 1048576;
 
+/** @param {unknown} error @returns {string} its message */
+const messageOf = (error) => (error instanceof Error ? error.message : String(error));
+
+/** @typedef {import("./draw.js").LiveResult} LiveResult */
+/** @typedef {import("../api.js").LiveInfo} LiveInfo */
+/** @typedef {import("../api.js").Progress} Progress */
+
+/** @param {string} id @param {string} label */
 function range(id, label) {
   const input = el("input", { type: "range", id, min: "0", max: "0", step: "1", value: "0" });
   const out = el("output", { id: id + "-value", for: id });
   return { input, out, box: el("div", { className: "attn-explorer__control" }, [el("label", { for: id, text: label }), input, out]) };
 }
 
+/** @param {string} id @param {string} label @param {Record<string, string>} attrs */
 function numberField(id, label, attrs) {
   const input = el("input", { type: "number", id, inputmode: "decimal", ...attrs });
   return { input, box: el("div", { className: "live__field" }, [el("label", { for: id, text: label }), input]) };
 }
 
-// The section's elements, all of them, in one object (the drawing functions take it).
+/**
+ * The section's elements, all of them, in one object (the drawing functions take it).
+ * @param {HTMLElement} root
+ * @param {typeof api} live
+ */
 function buildView(root, live) {
-  const v = {};
+  const v = /** @type {Record<string, any>} */ ({});
   v.status = el("p", { className: "live__status", id: "live-status", "aria-live": "polite" });
   const sizeMiB = Math.round(live.modelBytes / MiB);
   v.loadButton = el("button", {
@@ -54,15 +71,18 @@ function buildView(root, live) {
   v.head = range("live-head", "Head");
   const controls = el("div", { className: "attn-explorer__controls" }, [v.layer.box, v.head.box]);
   v.tokens = el("div", { className: "attn-explorer__tokens", role: "group", "aria-label": "Query token", id: "live-tokens" });
-  v.captionAndBars = window.attnlabExplorer.captionedBars("live-bars-caption");
+  v.captionAndBars = captionedBars("live-bars-caption");
   v.captionAndBars[1].tabIndex = 0; // the list scrolls in its own box (live.css): reachable by keyboard
   v.matrix = el("canvas", { className: "live__matrix", id: "live-matrix", role: "img" });
+  v.legend = el("p", { className: "live__legend", id: "live-legend", hidden: "" });
   const matrixBox = el("figure", { className: "live__matrix-box" }, [
     v.matrix,
     el("figcaption", { text: "The head's whole weight matrix: row = query, column = key, both from token 0 at the top " +
       "left; the stronger the colour, the more weight (the shade grows as the square root of the weight, so " +
       "that small weights show); later keys are masked (grey). The selected query's row is " +
-      "outlined; click or tap a row to pick its query." }),
+      "outlined; click or tap a row to pick its query. A sliding-window or linear layer says what its marks and colours " +
+      "mean below the picture." }),
+    v.legend,
   ]);
 
   v.predictionList = el("ol", { className: "live__prediction", id: "live-prediction" });
@@ -137,13 +157,17 @@ function buildView(root, live) {
   v.form.appendChild(generation); // above the maps, so that Stop stays put while they grow
   root.textContent = "";
   for (const node of [v.intro, v.form, v.view]) root.appendChild(node);
-  return v;
+  return /** @type {View} */ (v);
 }
+/** @typedef {import("./draw.js").HeadView & import("./draw.js").OverviewView & Record<string, any>} View */
 
 // The generation options from the fields (empty: the default), as attnlabLive.generate takes them.
+/** @param {View} v @returns {import("../generate.js").GenerateOptions & {max_new_tokens: number}} */
 function generationOptions(v) {
+  /** @param {{input: HTMLInputElement}} field */
   const number = (field) => (field.input.value.trim() === "" ? null : Number(field.input.value));
   const temperature = number(v.temperature) ?? 0;
+  /** @type {import("../generate.js").GenerateOptions & {max_new_tokens: number}} */
   const options = { max_new_tokens: number(v.newTokens) ?? 32, temperature };
   if (temperature > 0) {
     options.top_k = number(v.topK);
@@ -153,15 +177,19 @@ function generationOptions(v) {
   return options;
 }
 
+/** @param {HTMLElement} root */
 function build(root) {
-  const live = window.attnlabLive;
+  const live = api;
   const state = readUrl();
   const v = buildView(root, live);
-  let result = null; // the last run: {ids, tokens, T, layers, heads, attention, logits, top, ms}
+  /** @type {LiveResult | null} */
+  let result = null; // the last run
+  /** @type {import("./experiments.js").HeadScores | null} */
   let scores = null;
   let running = null;
   let generating = false;
   const sizeMiB = Math.round(live.modelBytes / MiB);
+  /** @param {string} text */
   const setStatus = (text) => { v.status.textContent = text; };
   const modelName = () => live.info().name;
 
@@ -169,7 +197,8 @@ function build(root) {
     if (!result) return;
     if (state.query === null || state.query >= result.T) state.query = result.T - 1;
     state.layer = Math.min(state.layer, result.layers - 1);
-    state.head = Math.min(state.head, result.heads - 1);
+    state.head = Math.min(state.head, headsOf(result, state.layer) - 1);
+    v.head.input.max = String(headsOf(result, state.layer) - 1);
     scores = scores || headScores(result);
     renderTokens(v.tokens, state, result);
     renderHead(v, state, result);
@@ -186,10 +215,20 @@ function build(root) {
     if (!generating) writeUrl(state); // once the text is whole: history calls are slow and rate-limited
   }
 
-  const newResult = (out, encoded) => ({
-    ...out, ids: encoded.ids, tokens: encoded.tokens, T: encoded.ids.length,
-    layers: live.info().num_layers, heads: live.info().num_heads,
-  });
+  /**
+   * @param {{attention: Float32Array | null, top: LiveResult["top"], ms: number}} out
+   * @param {{ids: number[], tokens: string[]}} encoded
+   * @returns {LiveResult}
+   */
+  const newResult = (out, encoded) => {
+    const info = live.info();
+    const kinds = Array.from({ length: info.num_layers }, (_, layer) => layerKind(info, layer));
+    const layerHeads = info.layer_heads ?? Array(info.num_layers).fill(info.num_heads);
+    return {
+      ...out, attention: out.attention ?? new Float32Array(0), ids: encoded.ids, tokens: encoded.tokens, T: encoded.ids.length,
+      layers: info.num_layers, heads: Math.max(...layerHeads), layerHeads, kinds,
+    };
+  };
 
   // Tokenise (unless the ids were set directly), run, draw. One at a time; the latest wins.
   async function update() {
@@ -198,13 +237,14 @@ function build(root) {
     running = request;
     setStatus("Running the model\u2026");
     try {
-      const encoded = state.idsSetDirectly
+      /** @type {{ids: number[], tokens: string[], text?: string}} */
+      const encoded = state.idsSetDirectly && state.ids
         ? { ids: state.ids, ...(await live.decode(state.ids)) }
         : await live.tokens(state.text);
       if (!encoded.ids.length) throw new Error("the text has no tokens: type something");
       const most = live.info().max_map_tokens;
       if (encoded.ids.length > most) throw new Error(`your text is ${encoded.ids.length} tokens; this view shows ${most} at most: shorten it`);
-      if (state.idsSetDirectly) v.textArea.value = encoded.text;
+      if (state.idsSetDirectly) v.textArea.value = encoded.text ?? "";
       state.ids = encoded.ids;
       const out = await live.run(encoded.ids, { ablate: state.ablate, return_attention: true });
       if (running !== request) return;
@@ -214,12 +254,13 @@ function build(root) {
       setStatus(`${modelName()}, computed in this browser: ${result.T} tokens.`);
       render();
     } catch (error) {
-      if (running === request) setStatus(`Could not run the model: ${error.message}`);
+      if (running === request) setStatus(`Could not run the model: ${messageOf(error)}`);
     }
   }
 
   // While tokens stream in, nothing else may run the model or change what it runs:
   // update() waits, and the controls that call it are off.
+  /** @param {boolean} on */
   function setGenerating(on) {
     generating = on;
     v.generateButton.disabled = on;
@@ -250,17 +291,21 @@ function build(root) {
       if (room <= 0) throw new Error(`your text fills the ${live.info().max_map_tokens} tokens the page keeps maps for`);
       const limited = options.max_new_tokens > room;
       options.max_new_tokens = Math.max(0, Math.min(options.max_new_tokens, room));
+      /** @type {string[]} */
       const pieces = [];
+      /** @type {number[]} */
       const times = [];
       // Tokens can come faster than the maps can be drawn: each token's rows wait in
       // `pending`, and one draw adds all that came since the last. After each draw the
       // page rests as long as that draw took (painting included), so it keeps answering
       // (Stop included) however fast the model decodes and however slow the device.
+      /** @type {{index: number, token_id: number, token: string, attention: Float32Array, T: number, ms: number}[]} */
       const pending = [];
-      let draw = null; // the timer of the draw to come
+      /** @type {ReturnType<typeof setTimeout> | undefined} */
+      let draw; // the timer of the draw to come
       let rest = 0; // ms: how long the last draw took
       const drawPending = () => {
-        draw = null;
+        draw = undefined;
         if (!pending.length) return;
         const started = performance.now();
         requestAnimationFrame(() => setTimeout(() => { rest = performance.now() - started; }));
@@ -269,6 +314,7 @@ function build(root) {
           const { attention, ms } = steps[0];
           result = newResult({ attention, top: [], ms }, { ids: encoded.ids.slice(), tokens: encoded.tokens.slice() });
         }
+        if (!result) return; // the prompt's pass comes first
         const blocks = steps.filter((step) => step.index > 0).map((step) => ({ rows: step.attention, n: step.T }));
         if (blocks.length) {
           result.attention = growMaps(result, blocks);
@@ -289,6 +335,7 @@ function build(root) {
         stop_at_eos: v.chat.checked,
         return_attention: true,
         ablate: state.ablate,
+        /** @param {typeof pending[number]} step */
         onToken(step) {
           pieces.push(step.token);
           if (step.index > 0) times.push(step.ms);
@@ -311,18 +358,20 @@ function build(root) {
       await update(); // the whole text's maps, and the next token's prediction
     } catch (error) {
       setGenerating(false);
-      setStatus(`Could not generate: ${error.message}`);
+      setStatus(`Could not generate: ${messageOf(error)}`);
     }
   }
 
+  /** @param {Progress} p */
   function onProgress(p) {
-    v.progress.max = String(p.total || 1);
-    v.progress.value = String(p.loaded);
+    v.progress.max = p.total || 1;
+    v.progress.value = p.loaded;
     setStatus(`${p.fromCache ? "Reading the model from this browser's cache: " : "Reading the model: "}` +
       `${Math.round(p.loaded / MiB)} of ${Math.round(p.total / MiB)} MiB`);
   }
 
   // The reader's own GGUF file: the model in use stays if it cannot be read.
+  /** @param {File | undefined} file */
   async function openFile(file) {
     if (!file || generating) return;
     v.progress.hidden = false;
@@ -332,7 +381,7 @@ function build(root) {
       await showModel(info, true);
     } catch (error) {
       v.progress.hidden = true;
-      setStatus(`Could not open ${file.name}: ${error.message} ${result ? "The model in use is unchanged." : ""}`);
+      setStatus(`Could not open ${file.name}: ${messageOf(error)} ${result ? "The model in use is unchanged." : ""}`);
     }
   }
 
@@ -345,14 +394,15 @@ function build(root) {
     } catch (error) {
       v.progress.hidden = true;
       v.loadButton.hidden = false;
-      const memory = /memory|allocation|Array buffer/i.test(error.message);
+      const memory = /memory|allocation|Array buffer/i.test(messageOf(error));
       setStatus((memory
         ? "This browser could not give the model the memory it needs. "
-        : `The model could not be loaded (${error.message}). `) + "The precomputed prompts above still work.");
+        : `The model could not be loaded (${messageOf(error)}). `) + "The precomputed prompts above still work.");
     }
   }
 
   // The view for a loaded model (the site's, or the reader's own file).
+  /** @param {LiveInfo} info @param {boolean} [ownFile] */
   async function showModel(info, ownFile = false) {
     v.progress.hidden = true;
     v.form.hidden = false;
@@ -381,11 +431,11 @@ function build(root) {
   // --- events -------------------------------------------------------------------------
 
   v.loadButton.addEventListener("click", start);
-  v.openInput.addEventListener("change", () => openFile(v.openInput.files[0]));
+  v.openInput.addEventListener("change", () => openFile(v.openInput.files?.[0]));
   root.addEventListener("dragover", (event) => event.preventDefault());
   root.addEventListener("drop", (event) => {
     event.preventDefault();
-    openFile(event.dataTransfer.files[0]);
+    openFile(event.dataTransfer?.files[0]);
   });
   v.runButton.addEventListener("click", () => {
     state.text = v.textArea.value;
@@ -393,22 +443,27 @@ function build(root) {
     state.query = null;
     update();
   });
-  v.textArea.addEventListener("keydown", (event) => {
+  v.textArea.addEventListener("keydown", (/** @type {KeyboardEvent} */ event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) v.runButton.click();
   });
-  v.tokens.addEventListener("click", (event) => {
-    const button = event.target.closest(".attn-explorer__token");
+  /** @param {Event} event @param {string} selector @returns {HTMLElement | null} */
+  const under = (event, selector) => (event.target instanceof Element ? event.target.closest(selector) : null);
+  v.tokens.addEventListener("click", (/** @type {MouseEvent} */ event) => {
+    const button = under(event, ".attn-explorer__token");
     if (!button) return;
     state.query = Number(button.dataset.index);
     render();
   });
-  v.matrix.addEventListener("click", (event) => { state.query = matrixCell(v.matrix, event).query; render(); });
-  v.matrix.addEventListener("pointermove", (event) => { // the cell's weight, as a tooltip
-    if (!result) return;
+  v.matrix.addEventListener("click", (/** @type {MouseEvent} */ event) => { state.query = matrixCell(v.matrix, event).query; render(); });
+  v.matrix.addEventListener("pointermove", (/** @type {PointerEvent} */ event) => { // the cell's weight, as a tooltip
+    const current = result;
+    if (!current) return;
     const { query, key } = matrixCell(v.matrix, event);
-    const word = (i) => `${i} \u201C${shown(result.tokens[i]).trim()}\u201D`;
+    /** @param {number} i */
+    const word = (i) => `${i} \u201C${shown(current.tokens[i]).trim()}\u201D`;
+    const kind = current.kinds[state.layer];
     v.matrix.title = `query ${word(query)}, key ${word(key)}: ` +
-      (key > query ? "masked" : headWeights(result, state.layer, state.head)(query, key).toFixed(3));
+      (seen(kind, query, key) ? written(kind, headWeights(current, state.layer, state.head)(query, key), 3) : unseenReason(kind, query, key));
   });
   // The matrix is drawn at the device's pixels in the scheme's colours: again when either changes.
   const redrawMatrix = () => { if (result) renderHead(v, state, result); };
@@ -416,9 +471,12 @@ function build(root) {
   new MutationObserver(redrawMatrix).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
   v.layer.input.addEventListener("input", () => { state.layer = Number(v.layer.input.value); render(); });
   v.head.input.addEventListener("input", () => { state.head = Number(v.head.input.value); render(); });
-  v.shadeSelect.addEventListener("change", () => { state.shade = v.shadeSelect.value; render(); });
+  v.shadeSelect.addEventListener("change", () => {
+    state.shade = /** @type {import("./state.js").ViewState["shade"]} */ (v.shadeSelect.value);
+    render();
+  });
   v.grid.addEventListener("click", (event) => {
-    const button = event.target.closest(".live__head");
+    const button = under(event, ".live__head");
     if (!button) return;
     const l = Number(button.dataset.layer);
     const h = Number(button.dataset.head);
@@ -493,7 +551,7 @@ function build(root) {
 
 function init() {
   const root = document.getElementById("live-explorer");
-  if (!root || root.dataset.live || !window.attnlabLive || !window.attnlabExplorer) return;
+  if (!root || root.dataset.live) return;
   build(root);
 }
 

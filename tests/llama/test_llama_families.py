@@ -1,0 +1,223 @@
+"""Gemma 3 and Qwen3.5 GGUF files read by load_gguf, against the transformers models they came from.
+
+The files (tests/llama/family_files.py) are written from tiny random transformers models
+as llama.cpp's converter writes them. Gemma 3: seven layers, so a global layer follows
+five sliding ones (window 4, sequences of 11 tokens: the window slides), checked against
+the source ``Gemma3ForCausalLM`` and against transformers' own GGUF loader. Qwen3.5:
+three Gated DeltaNet layers then gated attention, against the source
+``Qwen3_5ForCausalLM``, the linear layers' implicit attention against transformers'
+layer rebuilt by ``GatedDeltaNet.from_hf``. Batch 2, eager attention, float32.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+pytest.importorskip("gguf", reason="the llm extra is not installed")
+transformers = pytest.importorskip("transformers", reason="the hf extra is not installed")
+
+from attnlab import GatedDeltaNet  # noqa: E402
+from attnlab.llama import GGUFError, load_gguf  # noqa: E402
+from attnlab.llama.families.gemma3 import gemma3_layer_types  # noqa: E402
+from attnlab.llama.families.qwen35 import untile_value_heads  # noqa: E402
+from attnlab.llama.tokenizer import PRE_TOKENIZERS  # noqa: E402
+from tests.llama.family_files import (  # noqa: E402
+    tiny_gemma3,
+    tiny_qwen35,
+    write_gemma3_gguf,
+    write_qwen35_gguf,
+)
+
+IDS = torch.randint(0, 64, (2, 11), generator=torch.Generator().manual_seed(3))  # (B, T)
+
+
+@functools.cache
+def files(folder: Path) -> dict[str, Path]:
+    """Each test file, written once per folder."""
+    return {
+        "gemma3": write_gemma3_gguf(folder / "gemma3.gguf"),
+        "gemma3-scaled": write_gemma3_gguf(folder / "gemma3-scaled.gguf", linear_factor=8.0),
+        "qwen35": write_qwen35_gguf(folder / "qwen35.gguf"),
+    }
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The files, in a module-wide folder."""
+    return files(tmp_path_factory.mktemp("families"))
+
+
+@functools.cache
+def loaded(path: Path) -> Any:
+    """``load_gguf(path)``, once per file (the tests do not change the model)."""
+    return load_gguf(path)
+
+
+@functools.cache
+def source(name: str) -> Any:
+    """The transformers model a file came from, built once."""
+    if name == "qwen35":
+        return tiny_qwen35()
+    return tiny_gemma3(linear_factor=8.0 if name == "gemma3-scaled" else None)
+
+
+def scale(reference: torch.Tensor) -> float:
+    """A tolerance relative to the largest logit."""
+    return 1e-5 * max(1.0, float(reference.abs().max()))
+
+
+def test_gemma3_config_has_five_sliding_layers_to_one_global(written: dict[str, Path]) -> None:
+    """layer_types 5:1 (in no key), the window, both bases, query_pre_attn_scalar = key_length."""
+    model, _ = loaded(written["gemma3"])
+    c = model.config
+    assert c.layer_types == ("sliding_attention",) * 5 + ("full_attention", "sliding_attention")
+    assert gemma3_layer_types(13)[5::6] == ("full_attention",) * 2
+    assert (c.sliding_window, c.rope_theta, c.rope_local_theta) == (4, 1e6, 1e4)
+    assert c.query_pre_attn_scalar == 256.0 and c.rope_scaling is None
+    assert model.embed_scale == pytest.approx(8.0)  # sqrt(64)
+
+
+@pytest.mark.parametrize("name", ["gemma3", "gemma3-scaled"])
+def test_gemma3_file_equals_the_transformers_model_it_came_from(
+    written: dict[str, Path], name: str
+) -> None:
+    """Logits and every layer's attention (sliding ones zero outside the band) as the source's.
+
+    ``gemma3-scaled``: the global layers' linear rotary scaling (factor 8) applied there only.
+    """
+    model, _ = loaded(written[name])
+    logits, attention = model(IDS, return_attention=True)
+    with torch.no_grad():
+        reference = source(name)(IDS, output_attentions=True)
+    assert (logits - reference.logits).abs().max() < scale(reference.logits)
+    assert len(attention) == 7
+    for ours, theirs in zip(attention, reference.attentions, strict=True):
+        torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=0)
+    band = torch.ones(11, 11).tril().triu(-3)  # the window of 4
+    assert bool((attention[0] * (1 - band) == 0).all())  # a sliding layer: its band only
+    assert bool((attention[5][..., 10, :7] > 0).all())  # the global layer: every position
+
+
+def test_gemma3_file_equals_transformers_gguf_loader(written: dict[str, Path]) -> None:
+    """transformers' own GGUF reader of the same file gives the same logits.
+
+    On the scaled file it does not: it reads no Gemma 3 rotary scaling (the trap the
+    package avoids by applying the factor to the global layers).
+    """
+    folder = written["gemma3"].parent
+    ours = [loaded(written[name])[0](IDS) for name in ("gemma3", "gemma3-scaled")]
+    theirs = []
+    for name in ("gemma3.gguf", "gemma3-scaled.gguf"):
+        hf = transformers.AutoModelForCausalLM.from_pretrained(
+            folder, gguf_file=name, dtype=torch.float32, attn_implementation="eager"
+        )
+        with torch.no_grad():
+            theirs.append(hf(IDS).logits)
+    assert (ours[0] - theirs[0]).abs().max() < scale(theirs[0])
+    assert (ours[1] - theirs[1]).abs().max() > 1e-2  # transformers left the factor out
+
+
+@pytest.mark.parametrize("name", ["gemma3", "qwen35"])
+def test_cached_decoding_equals_the_full_forward(written: dict[str, Path], name: str) -> None:
+    """Chunks of 5, 1 and 5 tokens through new_cache() give the one pass's logits."""
+    model, _ = loaded(written[name])
+    full = model(IDS)
+    cache = model.new_cache()
+    chunks = [model(IDS[:, a:b], cache=cache) for a, b in ((0, 5), (5, 6), (6, 11))]
+    assert (torch.cat(chunks, dim=1) - full).abs().max() < scale(full)
+    tokens = model.generate(IDS, max_new_tokens=3)  # greedy: the full forward's choices
+    longer = model(tokens[:, :-1])
+    assert torch.equal(tokens[:, 11:], longer[:, 10:].argmax(-1))
+
+
+def test_qwen35_file_equals_the_transformers_model_it_came_from(written: dict[str, Path]) -> None:
+    """Logits, and the gated attention layer's weights, as the source Qwen3_5ForCausalLM's."""
+    model, _ = loaded(written["qwen35"])
+    c = model.config
+    assert c.layer_types == ("linear_attention",) * 3 + ("full_attention",)
+    assert (c.rotary_dim, c.linear_value_head_dim, c.linear_num_value_heads) == (4, 8, 4)
+    logits, attention = model(IDS, return_attention=True)
+    with torch.no_grad():
+        reference = source("qwen35")(IDS, output_attentions=True)
+    assert (logits - reference.logits).abs().max() < scale(reference.logits)
+    (softmax,) = reference.attentions  # transformers returns the softmax layer's only
+    torch.testing.assert_close(attention[3], softmax, atol=1e-5, rtol=0)
+
+
+def test_qwen35_linear_layers_implicit_attention_equals_transformers_layer(
+    written: dict[str, Path],
+) -> None:
+    """Each Gated DeltaNet layer's matrix (B, Hv, T, T), value heads in transformers' order.
+
+    The reference runs transformers' ``Qwen3_5GatedDeltaNet`` (rebuilt with
+    ``GatedDeltaNet.from_hf``) on the same normalised input, captured by a hook.
+    """
+    model, _ = loaded(written["qwen35"])
+    hf = source("qwen35")
+    inputs: list[torch.Tensor] = []
+    hooks = [
+        layer.linear_attn.register_forward_pre_hook(
+            lambda _m, args, kwargs: inputs.append(
+                kwargs.get("hidden_states", args[0] if args else None)
+            ),
+            with_kwargs=True,
+        )
+        for layer in hf.model.layers[:3]
+    ]
+    with torch.no_grad():
+        hf(IDS)
+    for hook in hooks:
+        hook.remove()
+    _, attention = model(IDS, return_attention=True)
+    for i in range(3):
+        rebuilt = GatedDeltaNet.from_hf(hf.model.layers[i].linear_attn)
+        _, expected = rebuilt(inputs[i], need_weights=True)
+        assert attention[i].shape == (2, 4, 11, 11)
+        torch.testing.assert_close(attention[i], expected, atol=1e-5, rtol=1e-4)
+
+
+def test_untiling_inverts_the_converters_value_head_reorder() -> None:
+    """untile(tile(x)) = x along rows, columns and 1-D, with two value heads per key head."""
+    from tests.llama.family_files import _tile
+
+    x = torch.randn(4 * 3, 5)  # Hv = 4 heads of width 3, Hk = 2
+    assert torch.equal(untile_value_heads(_tile(x, 0, 2, 2, 3), 0, 2, 3), x)
+    assert torch.equal(untile_value_heads(_tile(x.T, 1, 2, 2, 3), 1, 2, 3), x.T)
+    heads = torch.arange(4.0)  # grouped [k0v0, k0v1, k1v0, k1v1] -> tiled [k0v0, k1v0, ...]
+    assert _tile(heads[:, None], 0, 2, 2, 1).flatten().tolist() == [0.0, 2.0, 1.0, 3.0]
+
+
+def test_qwen35_pretokeniser_keeps_combining_marks_in_words(written: dict[str, Path]) -> None:
+    """``tokenizer.ggml.pre = "qwen35"``: llama.cpp's regex; a combining mark stays in its word."""
+    regex = pytest.importorskip("regex")
+    text = "cafe\u0301s 123 e\u0301!"
+    assert regex.findall(PRE_TOKENIZERS["qwen35"], text) == [
+        "cafe\u0301s",
+        " ",
+        "1",
+        "2",
+        "3",
+        " e\u0301",
+        "!",
+    ]
+    assert regex.findall(PRE_TOKENIZERS["qwen2"], text)[:2] == ["cafe", "\u0301s"]
+    _, tokenizer = loaded(written["qwen35"])
+    assert tokenizer.pre == "qwen35"
+    assert tokenizer.decode(tokenizer.encode("AB@C12")) == "AB@C12"
+
+
+def test_a_positive_ssm_a_is_refused_by_name(tmp_path: Path) -> None:
+    """``ssm_a`` holds -exp(A_log): a positive entry is refused naming the tensor."""
+    from tests.llama.gguf_variants import Layout
+
+    path = write_qwen35_gguf(tmp_path / "q.gguf")
+    layout = Layout.parse(path.read_bytes())
+    path.write_bytes(layout.poke("blk.0.ssm_a", 0, struct.pack("<f", 0.5)).build())
+    with pytest.raises(GGUFError, match=r"'blk\.0\.ssm_a' must be negative"):
+        load_gguf(path)
