@@ -86,12 +86,13 @@ def _down(ax: Axes, upper: diagrams.Bounds, lower: diagrams.Bounds, x: float | N
 @figure("smollm2-block", diagram=True)
 def smollm2_block() -> Figure:
     """SmolLM2-135M tokens to logits, with the sizes read from the loaded model's weights."""
+    from attnlab import GroupedQueryAttention
     from attnlab.llama import DecoderBlock
 
     model, _ = _model()
     c = model.config
     block = model.layers[0]
-    assert isinstance(block, DecoderBlock)
+    assert isinstance(block, DecoderBlock) and isinstance(block.attn, GroupedQueryAttention)
     q_out, d = block.attn.q_proj.weight.shape  # (H * D, d_model)
     kv_out = block.attn.k_proj.weight.shape[0]  # Hkv * D
     ffn = block.ffn.up_proj.weight.shape[0]

@@ -159,23 +159,46 @@ def benchmark_table(results: dict[str, Any]) -> str:
     """The recorded live benchmark (``scripts/live_bench.py``) as Markdown."""
     forward: list[dict[str, Any]] = results["forward"]
     decode: list[dict[str, Any]] = results.get("decode", [])
+    threads = results.get("threads")  # the page's kernel threads (threads.js), if recorded
+
+    def more(ms: float, ratio: float) -> str:
+        """A row's two more cells: the time on the threads, and its ratio to PyTorch's."""
+        return f" {ms:.0f} ms | {ratio:.2f}× |" if threads else ""
+
     rows = [
-        "| | Chromium | PyTorch | Chromium ÷ PyTorch |",
-        "|---|---:|---:|---:|",
+        "| | Chromium | PyTorch | Chromium ÷ PyTorch |"
+        + (f" Chromium, {threads} threads | ÷ PyTorch |" if threads else ""),
+        "|---|---:|---:|---:|" + ("---:|---:|" if threads else ""),
         f"| Load (from the browser's cache; `load_smollm2()`) "
-        f"| {results['load_from_cache_ms']:.0f} ms | {results['torch_load_s']:.1f} s | |",
+        f"| {results['load_from_cache_ms']:.0f} ms | {results['torch_load_s']:.1f} s | |"
+        + (" | |" if threads else ""),
     ]
     for run in forward:
         rows.append(
             f"| Forward, {run['T']} tokens "
             f"| {run['browser_ms']:.0f} ms | {run['torch_ms']:.0f} ms | {run['ratio']:.2f}× |"
+            + more(run.get("browser_threads_ms", 0.0), run.get("threads_ratio", 0.0))
         )
     for run in decode:
         rows.append(
             f"| A new token, {run['context']} of context "
             f"| {run['browser_ms_per_token']:.0f} ms | {run['torch_ms_per_token']:.0f} ms "
             f"| {1 / run['speedup']:.2f}× |"
+            + more(
+                run.get("browser_threads_ms_per_token", 0.0),
+                1 / run.get("threads_speedup", 1.0),
+            )
         )
+    if threads:
+        rows += [
+            "",
+            f"The Chromium columns are the page on one thread, and on {threads} threads (one a "
+            "core: the weights' rows split between them, each output the same arithmetic): "
+            "threads need a cross-origin-isolated page, which the site's service worker makes "
+            "of the explorer on its first visit (it reloads the page once). Opened from disk, "
+            "or where the browser refuses the service worker, the page runs on one thread and "
+            "says why under the maps. PyTorch runs on one thread.",
+        ]
     if decode:
         rows += [
             "",

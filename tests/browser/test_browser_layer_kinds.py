@@ -12,6 +12,9 @@ as they are) draw a made-up run of three layers, one of each kind of
   values orange, positive blue, shaded by |value| / the largest), a legend with the
   scale's ends, bars written with their sign, and no shading or score in the grid of
   heads (its values are not weights).
+
+Then the live section itself (ui/main.js) opens tiny random Gemma 3 and Qwen3.5 files,
+written as llama.cpp's converter writes them, and draws their layers by kind.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 
 import material
 import pytest
+from vendored_axe import run_axe
 
 pytestmark = pytest.mark.browser
 
@@ -222,6 +226,14 @@ def test_each_layer_kind_is_drawn_as_what_it_is(browser: Any, docs_url: str, sch
         (2, False, True),
     }
     assert linear["emptyCells"] == 2
+    for layer, head in [(1, 1), (2, 2)]:  # the legends and signed bars, read by axe-core
+        page.evaluate(f"show({layer}, {head})")
+        serious = [
+            v["id"]
+            for v in run_axe(page, context="#live-explorer")
+            if v["impact"] in ("serious", "critical")
+        ]
+        assert not serious, (layer, serious)
     page.context.close()
 
 
@@ -236,3 +248,84 @@ def test_layer_kinds_fit_a_phone(browser: Any, docs_url: str, scheme: str) -> No
             assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     page.context.close()
+
+
+LIVE_HARNESS = """<!doctype html>
+<html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<link rel="stylesheet" href="/material/{main}"><link rel="stylesheet" href="/material/{palette}">
+<link rel="stylesheet" href="/assets/stylesheets/explorer.css">
+<link rel="stylesheet" href="/assets/stylesheets/live.css"></head>
+<body data-md-color-scheme="default"><article class="md-typeset">
+<div class="attn-explorer live" id="live-explorer"></div></article>
+<script type="module" src="/assets/javascripts/live/ui/main.js"></script></body></html>
+"""
+
+
+@pytest.mark.long  # writes two GGUF files from transformers models: about 8 s
+def test_the_live_section_draws_gemma3_and_qwen35_layers_by_kind(
+    browser: Any, docs_url: str, tmp_path: Path
+) -> None:
+    """Opened from disk (no model of the site's own here), a Gemma 3 file's sliding layer
+    says its window and hatches what is outside it, its global layer does not; a Qwen3.5
+    file's Gated DeltaNet layer is drawn signed, its full-attention layer as weights."""
+    from tests.llama.family_files import write_gemma3_gguf, write_qwen35_gguf
+
+    files = {
+        "gemma3": write_gemma3_gguf(tmp_path / "gemma3.gguf"),
+        "qwen35": write_qwen35_gguf(tmp_path / "qwen35.gguf"),
+    }
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, reduced_motion="reduce")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    main = next(MATERIAL_CSS.glob("main.*.min.css")).name
+    palette = next(MATERIAL_CSS.glob("palette.*.min.css")).name
+    html = LIVE_HARNESS.format(main=main, palette=palette)
+    page.route(
+        f"{docs_url}/live.html", lambda route: route.fulfill(body=html, content_type="text/html")
+    )
+    page.route(
+        f"{docs_url}/material/*",
+        lambda route: route.fulfill(
+            path=str(MATERIAL_CSS / route.request.url.rsplit("/", 1)[1]), content_type="text/css"
+        ),
+    )
+    page.goto(f"{docs_url}/live.html")
+    page.wait_for_selector("#live-explorer[data-live]")
+    # (the tiny tokenizers know few symbols: capitals and punctuation, no space)
+    text = "ABC,DEF.ABC,DEF.ABC"
+    for name, layers in [("gemma3", (0, 5)), ("qwen35", (0, 3))]:
+        page.evaluate("document.querySelector('#live-status').textContent = ''")
+        page.evaluate("(text) => { document.querySelector('#live-text').value = text; }", text)
+        page.set_input_files("#live-open", str(files[name]))
+        page.wait_for_function(
+            "document.querySelector('#live-status').textContent.includes('computed in this')"
+        )
+        seen = {}
+        for layer in layers:
+            page.evaluate(
+                "(layer) => { const range = document.querySelector('#live-layer');"
+                " range.value = String(layer); range.dispatchEvent(new Event('input')); }",
+                layer,
+            )
+            picture = page.evaluate(PICTURE_JS)
+            seen[picture["type"]] = picture
+        if name == "gemma3":
+            assert set(seen) == {"sliding_attention", "full_attention"}
+            sliding = seen["sliding_attention"]
+            assert (
+                "last 4 tokens" in sliding["caption"] and "outside the window" in sliding["legend"]
+            )
+            assert any("attn-bar--masked" in c for c in sliding["barClasses"])
+            assert seen["full_attention"]["legend"] is None
+            assert not any("attn-bar--masked" in c for c in seen["full_attention"]["barClasses"])
+        else:
+            assert set(seen) == {"linear_attention", "full_attention"}
+            linear = seen["linear_attention"]
+            assert "not probabilities" in linear["caption"]
+            assert all(v[0] in "+\u2212" or float(v) == 0 for v in linear["values"])
+            assert any("\u2212" in v for v in linear["values"])  # random weights: both signs
+            weights = [float(v) for v in seen["full_attention"]["values"]]
+            assert abs(sum(weights) - 1) < 0.01  # a softmax row, written as it is
+    assert not errors, errors
+    context.close()

@@ -107,6 +107,22 @@ for (const ref of reference.cases) {
   });
 }
 
+test("a Gated DeltaNet layer: no ablation (as the package); its maps after a cache need the cache's first pass to ask", () => {
+  const ref = reference.cases.find((/** @type {any} */ c) => c.architecture === "qwen35");
+  const file = readGguf(new Uint8Array(fs.readFileSync(ref.file)));
+  const family = familyOf(file.metadata);
+  const config = family.configFromGguf(file.metadata, file.tensors);
+  const model = new LlamaModel(config, family.partsFromGguf(file.tensors, config), new JsKernels());
+  const linear = config.layer_types.indexOf("linear_attention");
+  const full = config.layer_types.indexOf("full_attention");
+  assert.throws(() => model.forward(ref.ids, { ablate: { [linear]: [0] } }), /a linear_attention \(Gated DeltaNet\) layer takes no ablate_heads/);
+  const off = model.forward(ref.ids, { ablate: { [full]: [0] } });
+  assert.ok(maxAbsDiff(off.logits, ref.logits) > 1e-6); // a softmax layer's head is switched off
+  const cache = model.newCache();
+  model.forward(ref.ids.slice(0, 3), { cache });
+  assert.throws(() => model.forward(ref.ids.slice(3, 4), { cache, return_attention: true }), /needs the linear layers' history/);
+});
+
 test("the rotary frequencies of every scaling a config carries are attnlab.rope_frequencies'", () => {
   for (const { dim, theta, scaling, inv_freq: invFreq, attention_factor: factor } of reference.frequencies) {
     const got = ropeFrequencies(dim, theta, scaling);

@@ -21,8 +21,8 @@ const { mulberry32 } = await import(new URL("generate.js", LIVE).href);
 const spawn = () => new Worker(new URL("./kernel-thread-node.mjs", import.meta.url));
 
 /** An engine on `count` threads, and the kernels (stop them after). */
-async function threadedEngine(bytes, { count, minSplit }) {
-  const kernels = new threads.ThreadedKernels(bytes.length, { threads: count, spawn, minSplit });
+async function threadedEngine(bytes, { count, minSplit, vectorMinSplit }) {
+  const kernels = new threads.ThreadedKernels(bytes.length, { threads: count, spawn, minSplit, vectorMinSplit });
   assert.equal(await kernels.startThreads(), count);
   const slot = new FileSlot(bytes.length, true, kernels);
   slot.bytes.set(bytes);
@@ -70,7 +70,7 @@ test("every tensor type and family on 3 threads, every product split, equals one
   for (const file of JSON.parse(process.env.THREADS_FILES)) {
     const bytes = new Uint8Array(fs.readFileSync(file));
     const single = Engine.fromBytes(bytes);
-    const { engine, kernels } = await threadedEngine(bytes, { count: 3, minSplit: 0 });
+    const { engine, kernels } = await threadedEngine(bytes, { count: 3, minSplit: 0, vectorMinSplit: 0 });
     try {
       const ids = randomIds(11, single.config.vocab_size, 2);
       const a = single.run(ids, { return_attention: true });

@@ -12,6 +12,7 @@ layer rebuilt by ``GatedDeltaNet.from_hf``. Batch 2, eager attention, float32.
 from __future__ import annotations
 
 import functools
+import re
 import struct
 from pathlib import Path
 from typing import Any
@@ -221,3 +222,36 @@ def test_a_positive_ssm_a_is_refused_by_name(tmp_path: Path) -> None:
     path.write_bytes(layout.poke("blk.0.ssm_a", 0, struct.pack("<f", 0.5)).build())
     with pytest.raises(GGUFError, match=r"'blk\.0\.ssm_a' must be negative"):
         load_gguf(path)
+
+
+@pytest.mark.parametrize(
+    ("key", "type_id", "value", "message"),
+    [
+        ("gemma3.final_logit_softcapping", 6, 30.0, "gemma3.final_logit_softcapping is 30.0"),
+        ("gemma3.attn_logit_softcapping", 6, 50.0, "gemma3.attn_logit_softcapping is 50.0"),
+        ("gemma3.rope.scaling.type", 8, "yarn", "gemma3.rope.scaling.type is 'yarn'"),
+    ],
+)
+def test_gemma3_keys_it_does_not_compute_are_refused_by_name(
+    written: dict[str, Path], tmp_path: Path, key: str, type_id: int, value: object, message: str
+) -> None:
+    """Soft-capping (Gemma 2's) and a rotary scaling other than linear: refused, never ignored."""
+    from tests.llama.gguf_variants import Layout
+
+    path = tmp_path / "edited.gguf"
+    path.write_bytes(Layout.parse(written["gemma3"].read_bytes()).set(key, type_id, value).build())
+    with pytest.raises(GGUFError, match=re.escape(message)):
+        load_gguf(path)
+
+
+def test_gemma3_without_a_window_has_only_global_layers(
+    written: dict[str, Path], tmp_path: Path
+) -> None:
+    """No ``attention.sliding_window`` (llama.cpp: no SWA): every layer full_attention."""
+    from tests.llama.gguf_variants import Layout
+
+    path = tmp_path / "no-window.gguf"
+    layout = Layout.parse(written["gemma3"].read_bytes()).drop("gemma3.attention.sliding_window")
+    path.write_bytes(layout.build())
+    model, _ = load_gguf(path)
+    assert model.config.types() == ("full_attention",) * 7 and model.config.sliding_window is None

@@ -1,14 +1,15 @@
 """Item 4: every metadata case of tests/llama/metadata_cases.py read as the description rules.
 
 A refused file is refused with a GGUFError naming the key (``MetadataCase.refusal``); a
-file that loads gives transformers' logits, its ``LlamaForCausalLM`` (from transformers'
-own GGUF loader, which reads no Llama rotary scaling) given the case's
-``rope_parameters``: the package applies the scaling the file states, as transformers
-applies the same dictionary. Sequences of 40 tokens (past a yarn file's original 32).
+file that loads gives transformers' logits: its ``LlamaForCausalLM`` of the unedited file
+(transformers' own GGUF loader), rebuilt with the case's ``rope_parameters`` and the same
+weights. The package applies the scaling the file states, as transformers applies the
+same dictionary. Sequences of 40 tokens (past a yarn file's original 32).
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 from pathlib import Path
 from typing import Any
@@ -37,18 +38,24 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("metadata")
 
 
-def reference(case: MetadataCase) -> Any:
-    """transformers' model of the file, with the case's rotary scaling."""
-    extra: dict[str, Any] = {}
-    if case.rope_scaling is not None:
-        extra["rope_parameters"] = {**case.rope_scaling, "rope_theta": 10000.0}
+@functools.cache
+def base_model(path: Path) -> Any:
+    """transformers' model of the unedited file, from its own GGUF loader (once)."""
     return transformers.AutoModelForCausalLM.from_pretrained(
-        case.path.parent,
-        gguf_file=case.path.name,
-        dtype=torch.float32,
-        attn_implementation="eager",
-        **extra,
+        path.parent, gguf_file=path.name, dtype=torch.float32, attn_implementation="eager"
     )
+
+
+def reference(case: MetadataCase, base: Path) -> Any:
+    """transformers' model with the same weights and the case's rotary scaling."""
+    source = base_model(base)
+    if case.rope_scaling is None:
+        return source
+    config = copy.deepcopy(source.config)
+    config.rope_parameters = {**case.rope_scaling, "rope_theta": 10000.0}
+    model = transformers.LlamaForCausalLM(config).eval()
+    model.load_state_dict(source.state_dict())
+    return model
 
 
 @pytest.mark.parametrize(("index", "name"), list(enumerate(case_names())))
@@ -62,7 +69,7 @@ def test_metadata_case(folder: Path, index: int, name: str) -> None:
         assert case.refusal in str(error.value), (case.name, str(error.value))
         return
     model, _ = load_gguf(case.path)
-    hf = reference(case)
+    hf = reference(case, folder / "base.gguf")
     with torch.no_grad():
         expected = hf(IDS).logits
     got = model(IDS)

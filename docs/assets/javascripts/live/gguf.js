@@ -70,12 +70,14 @@ export function repr(value) {
  */
 export const shapeText = (shape) => `(${shape.join(", ")}${shape.length === 1 ? "," : ""})`;
 
+/** @param {string} message @returns {RangeError} */
 const refuse = (message) => new RangeError(message);
 
 // A cursor over the file's header (little-endian throughout): every field checked
 // against the bytes left before anything is allocated or looped over, as
 // attnlab.llama.open_gguf does, with its words.
 class Cursor {
+  /** @param {Uint8Array} bytes */
   constructor(bytes) {
     this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     this.bytes = bytes;
@@ -87,7 +89,12 @@ class Cursor {
   left() {
     return this.size - this.offset;
   }
-  // Reserve n bytes for `what`; their offset.
+  /**
+   * Reserve n bytes for `what`; their offset.
+   * @param {number} n
+   * @param {string} what
+   * @returns {number}
+   */
   take(n, what) {
     if (n > this.left()) {
       throw refuse(`the GGUF file is truncated: ${what} at byte ${this.offset} needs ${n} bytes, ${this.left()} are left`);
@@ -96,13 +103,20 @@ class Cursor {
     this.offset += n;
     return at;
   }
+  /** @param {string} what @returns {number} */
   u32(what) {
     return this.view.getUint32(this.take(4, what), true);
   }
+  /** @param {string} what @returns {bigint} */
   u64(what) {
     return this.view.getBigUint64(this.take(8, what), true); // a BigInt: exact
   }
-  // A uint64 count of items of at least itemBytes each, checked to fit (a Number).
+  /**
+   * A uint64 count of items of at least itemBytes each, checked to fit (a Number).
+   * @param {string} what
+   * @param {number} itemBytes
+   * @returns {number}
+   */
   count(what, itemBytes) {
     const n = this.u64(what);
     if (n * BigInt(itemBytes) > BigInt(this.left())) {
@@ -110,6 +124,7 @@ class Cursor {
     }
     return Number(n);
   }
+  /** @param {string} what @returns {string} */
   string(what) {
     const length = this.count(`length of ${what}`, 1);
     const at = this.take(length, what);
@@ -121,7 +136,12 @@ class Cursor {
       throw refuse(`the GGUF file's ${what} is not UTF-8 text`);
     }
   }
-  // One metadata value of GGUF value type `type`.
+  /**
+   * One metadata value of GGUF value type `type`.
+   * @param {number} type
+   * @param {string} what
+   * @returns {unknown}
+   */
   value(type, what) {
     if (!(type >= 0 && type < VALUE_BYTES.length)) {
       throw refuse(`the GGUF file's ${what} has value type ${type}; GGUF's types are 0 to 12`);
@@ -144,6 +164,7 @@ class Cursor {
       default: return v.getFloat64(at, true);
     }
   }
+  /** @param {string} what @returns {unknown[]} */
   array(what) {
     const itemType = this.u32(`item type of ${what}`);
     if (!(itemType >= 0 && itemType < VALUE_BYTES.length) || itemType === ARRAY) {
@@ -162,6 +183,7 @@ class Cursor {
 }
 
 // A 64-bit integer as a Number where exact, else as the BigInt (refused where used).
+/** @param {bigint} big @returns {number | bigint} */
 const safeNumber = (big) => (big <= BigInt(Number.MAX_SAFE_INTEGER) && big >= -BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : big);
 
 /** A tensor of the file: `rows` x `cols` (GGUF dims are innermost first: [cols, rows]),
@@ -338,6 +360,7 @@ export function readGguf(file) {
 // The bytes of each type's float16 fields in a block (scales, minimums): a weight is
 // finite exactly when these are (the rest are small integers), or, for the float
 // types, when every value is.
+/** @type {Record<string, number[]>} */
 const HALF_FIELDS = { Q8_0: [0], Q4_0: [0], Q4_1: [0, 2], Q5_0: [0], Q5_1: [0, 2], Q4_K: [0, 2], Q5_K: [0, 2], Q6_K: [208] };
 
 // Refuse a tensor holding NaN or infinity (a block scale counts), by name, in

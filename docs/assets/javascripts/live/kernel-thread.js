@@ -13,8 +13,6 @@ import { DONE, FAILED, OP_STOP, READY, SEQ, SLOT_BYTES, argsAt, runJob } from ".
  * @property {WebAssembly.Module} module compiled for a shared memory
  * @property {SharedArrayBuffer} control
  * @property {number} slot this thread's slot of the control buffer
- * @property {number} [spins] loads of its job word before it sleeps on it (a job soon after
- *   another then starts without the wake-up's delay)
  */
 
 /**
@@ -22,7 +20,7 @@ import { DONE, FAILED, OP_STOP, READY, SEQ, SLOT_BYTES, argsAt, runJob } from ".
  * tests/js calls it from a Node worker thread).
  * @param {ThreadStart} start
  */
-export function serve({ memory, module, control, slot, spins = 0 }) {
+export function serve({ memory, module, control, slot }) {
   const instance = new WebAssembly.Instance(module, { env: { memory } });
   const kernels = /** @type {import("./thread-jobs.js").JobExports} */ (/** @type {unknown} */ (instance.exports));
   const i32 = new Int32Array(control);
@@ -32,7 +30,6 @@ export function serve({ memory, module, control, slot, spins = 0 }) {
   Atomics.notify(i32, base + READY);
   let seen = Atomics.load(i32, base + SEQ);
   for (;;) {
-    for (let spin = 0; spin < spins && Atomics.load(i32, base + SEQ) === seen; spin++);
     Atomics.wait(i32, base + SEQ, seen);
     const seq = Atomics.load(i32, base + SEQ);
     if (seq === seen) continue;

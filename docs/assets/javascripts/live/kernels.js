@@ -11,6 +11,7 @@ export { moduleBytes, relaxedSupported, simdSupported };
 
 const PAGE = 65536;
 const FUSED = new Set(["Q4_1", "Q8_0"]); // the types matvec reads
+/** @param {number} n @param {number} to @returns {number} n rounded up to a multiple of to */
 const align = (n, to) => Math.ceil(n / to) * to;
 const NO_WINDOW = 0x3fffffff; // softmax_rows' window that keeps every key
 

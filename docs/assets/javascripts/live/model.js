@@ -31,7 +31,7 @@ export { RotaryEmbedding, ropeFrequencies } from "./layers/rotary.js";
 /**
  * One layer's parts, as a family gives them.
  * @typedef {object} LayerParts
- * @property {"full_attention" | "sliding_attention" | "linear_attention"} layer_type
+ * @property {"full_attention" | "sliding_attention" | "linear_attention"} kind the layer's type
  * @property {Float32Array} attn_norm
  * @property {import("./layers/attention.js").AttentionParts | import("./layers/deltanet.js").DeltaNetParts} attn
  * @property {Float32Array | null} [post_attn_norm] Gemma's sandwich norms
@@ -61,6 +61,11 @@ export { RotaryEmbedding, ropeFrequencies } from "./layers/rotary.js";
  * @property {number} head_dim
  * @property {number} rms_eps
  * @property {number} context_length
+ * @property {number | null} [linear_num_key_heads] Gated DeltaNet's sizes (Qwen3.5; null elsewhere)
+ * @property {number | null} [linear_num_value_heads]
+ * @property {number | null} [linear_key_head_dim]
+ * @property {number | null} [linear_value_head_dim]
+ * @property {number | null} [linear_conv_kernel_dim]
  */
 
 /** @typedef {KVCache | DeltaNetCache} LayerCache */
@@ -181,11 +186,11 @@ export class DecoderBlock {
     const eps = config.rms_eps;
     /** @param {Float32Array | null | undefined} weight */
     const norm = (weight) => (weight ? new RMSNorm(weight, eps, kernels) : null);
-    this.layer_type = parts.layer_type;
+    this.kind = parts.kind;
     this.attn_norm = new RMSNorm(parts.attn_norm, eps, kernels);
     const mixer = parts.attn;
     this.attn = mixer.kind === "gated_deltanet"
-      ? new GatedDeltaNet({ ...config, ...sizesOf(config) }, mixer, kernels)
+      ? new GatedDeltaNet(config, mixer, kernels)
       : new Attention(config, mixer, kernels, mixer.rotary ? rotaryFor(mixer.rotary) : null);
     this.post_attn_norm = norm(parts.post_attn_norm);
     this.ffn_norm = new RMSNorm(parts.ffn_norm, eps, kernels);
@@ -210,22 +215,6 @@ export class DecoderBlock {
     for (let i = 0; i < h.length; i++) h[i] += ffnOut[i]; // residual
     return h;
   }
-}
-
-/**
- * The Gated DeltaNet sizes of a config (its linear_* fields).
- * @param {any} config
- * @returns {import("./layers/deltanet.js").DeltaNetSizes}
- */
-function sizesOf(config) {
-  return {
-    linear_num_key_heads: config.linear_num_key_heads,
-    linear_num_value_heads: config.linear_num_value_heads,
-    linear_key_head_dim: config.linear_key_head_dim,
-    linear_value_head_dim: config.linear_value_head_dim,
-    linear_conv_kernel_dim: config.linear_conv_kernel_dim,
-    rms_eps: config.rms_eps,
-  };
 }
 
 /** A causal language model made of its layers. parts: families/*.js's partsFromGguf;
@@ -314,8 +303,18 @@ export class LlamaModel {
     const inputIds = checkIds("input_ids", ids, c.vocab_size, maxTokens);
     const returnAttention = checkBool("return_attention", return_attention, false);
     const headsOff = checkAblate(ablate, this.layerHeads);
+    headsOff.forEach((heads, l) => {
+      if (heads.size && this.layers[l].attn.kind === "gated_deltanet") {
+        throw new RangeError("a linear_attention (Gated DeltaNet) layer takes no ablate_heads"); // as the package
+      }
+    });
     const layerCaches = cache === null ? this.newCache({ capacity: inputIds.length }) : cache;
     const past = this.checkCache(layerCaches);
+    if (returnAttention && past > 0 && layerCaches.some((c) => c instanceof DeltaNetCache && !c.history)) {
+      throw new RangeError(
+        "return_attention after cached positions needs the linear layers' history: ask for the attention from the cache's first pass"
+      );
+    }
     const T = inputIds.length;
     if (past + T > c.context_length) {
       throw new RangeError(`input_ids must fit the context of ${c.context_length} tokens; got ${T} new tokens after ${past} cached`);

@@ -22,10 +22,9 @@ import {
 
 export const MAX_THREADS = 8;
 const MIN_SPLIT = 1 << 16; // multiply-adds below which a product stays on one thread (default)
+const VECTOR_MIN_SPLIT = 1 << 20; // the same for one token's product (default: the logits, not a layer's)
 const START_TIMEOUT_MS = 10000; // (default)
 const SPINS = 2000; // loads of a thread's "done" word before the engine's thread sleeps on it
-const THREAD_SPINS = 0; // EXPERIMENT
-const VECTOR_SPLIT_FACTOR = 16; // EXPERIMENT
 const SLOT_INTS = SLOT_BYTES / 4;
 /** @type {Record<string, number>} */
 const QUANT = { Q4_1: DEQUANT_Q4_1, Q8_0: DEQUANT_Q8_0 }; // the types a thread dequantises itself
@@ -47,6 +46,7 @@ const QUANT = { Q4_1: DEQUANT_Q4_1, Q8_0: DEQUANT_Q8_0 }; // the types a thread 
  * @property {boolean} [relaxed] relaxed SIMD's multiply-add where the engine has it
  * @property {() => ThreadWorker} [spawn] starts one kernel thread (default: kernel-thread.js in a module Worker)
  * @property {number} [minSplit] multiply-adds below which a product stays on one thread
+ * @property {number} [vectorMinSplit] the same for one token's fused product (matvec)
  * @property {number} [startTimeoutMs] how long startThreads waits for the threads
  */
 
@@ -116,9 +116,11 @@ export class ThreadedKernels extends WasmKernels {
    * @param {number} fileLength
    * @param {ThreadOptions} options
    */
-  constructor(fileLength, { threads, relaxed = true, spawn = spawnWorker, minSplit = MIN_SPLIT, startTimeoutMs = START_TIMEOUT_MS }) {
+  constructor(fileLength, { threads, relaxed = true, spawn = spawnWorker, minSplit = MIN_SPLIT, vectorMinSplit = VECTOR_MIN_SPLIT,
+    startTimeoutMs = START_TIMEOUT_MS }) {
     super(fileLength, relaxed, true);
     this.minSplit = minSplit;
+    this.vectorMinSplit = vectorMinSplit;
     this.startTimeoutMs = startTimeoutMs;
     this.baseName = this.name;
     this.wanted = Math.max(1, Math.floor(threads));
@@ -146,7 +148,7 @@ export class ThreadedKernels extends WasmKernels {
       for (let slot = 1; slot < this.wanted; slot++) {
         const worker = this.spawn();
         this.workers.push(worker);
-        worker.postMessage({ memory: this.memory, module: this.module, control: this.control, slot, spins: THREAD_SPINS });
+        worker.postMessage({ memory: this.memory, module: this.module, control: this.control, slot });
       }
       const deadline = performance.now() + this.startTimeoutMs;
       const ready = () => this.workers.every((_, i) => Atomics.load(this.i32, (i + 1) * SLOT_INTS + READY) === 1);
@@ -228,7 +230,7 @@ export class ThreadedKernels extends WasmKernels {
    */
   matvec(tensor, vector, start, rows) {
     const cols = tensor.cols;
-    const parts = this.partsFor(rows * cols / VECTOR_SPLIT_FACTOR);
+    const parts = rows * cols < this.vectorMinSplit ? 1 : this.threads;
     if (parts < 2) return super.matvec(tensor, vector, start, rows);
     const blocks = cols / 32;
     this.f32.set(vector.subarray(0, cols), this.xAt / 4);

@@ -88,6 +88,7 @@ function bytesToUnicode() {
 const BYTE_CHARS = bytesToUnicode();
 const CHAR_BYTES = new Map(BYTE_CHARS.map((ch, b) => [ch, b]));
 
+/** @param {unknown} value @returns {string} */
 function describe(value) {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
@@ -143,8 +144,9 @@ export class Tokenizer {
     }
     checkVocabulary(metadata);
     if (metadata["tokenizer.ggml.model"] === "llama") return SentencePieceTokenizer.fromGguf(metadata);
+    /** @type {number[]} */
     const specialIds = [];
-    (metadata["tokenizer.ggml.token_type"] ?? []).forEach((kind, id) => {
+    (metadata["tokenizer.ggml.token_type"] ?? []).forEach((/** @type {number} */ kind, /** @type {number} */ id) => {
       if (kind === CONTROL) specialIds.push(id);
     });
     return new Tokenizer({
@@ -254,6 +256,7 @@ export class Tokenizer {
 }
 
 // A short description of a metadata value (attnlab.llama's tokenizer._describe).
+/** @param {unknown} value @returns {string} */
 function describeValue(value) {
   if (Array.isArray(value)) {
     const kinds = [...new Set(value.map((v) => (typeof v === "string" ? "str" : Number.isInteger(v) ? "int" : typeof v === "number" ? "float" : typeof v)))].sort();

@@ -25,10 +25,16 @@
 // and exp is float64 there, float32 here (clamped: see expOf).
 // --- a tiny assembler: WebAssembly's binary format, one instruction per helper -------
 
+/**
+ * Instructions as the helpers build them: bytes, or lists of them nested (code() flattens).
+ * @typedef {(number | Code)[]} Code
+ */
+
 const I32 = 0x7f;
 const F32 = 0x7d;
 const V128 = 0x7b;
 
+/** @param {number} n @returns {number[]} unsigned LEB128 */
 function uleb(n) {
   const out = [];
   do {
@@ -38,6 +44,7 @@ function uleb(n) {
   } while (n);
   return out;
 }
+/** @param {number} n @returns {number[]} signed LEB128 */
 function sleb(n) {
   const out = [];
   for (;;) {
@@ -48,24 +55,27 @@ function sleb(n) {
     if (done) return out;
   }
 }
+/** @param {string} s @returns {number[]} a name: its UTF-8 length, then its bytes */
 function str(s) {
   const bytes = Array.from(new TextEncoder().encode(s));
   return uleb(bytes.length).concat(bytes);
 }
+/** @param {number[][]} items @returns {number[]} a vector: the count, then the items */
 function vec(items) {
-  return uleb(items.length).concat([].concat.apply([], items));
+  return uleb(items.length).concat(items.flat());
 }
+/** @param {number} id @param {number[]} body @returns {number[]} */
 function section(id, body) {
   return [id].concat(uleb(body.length), body);
 }
 
 const op = {
   block: [0x02, 0x40], loop: [0x03, 0x40], end: [0x0b],
-  br: function (depth) { return [0x0c].concat(uleb(depth)); },
-  br_if: function (depth) { return [0x0d].concat(uleb(depth)); },
-  get: function (local) { return [0x20].concat(uleb(local)); },
-  set: function (local) { return [0x21].concat(uleb(local)); },
-  i32: function (n) { return [0x41].concat(sleb(n)); },
+  br: function (/** @type {number} */ depth) { return [0x0c].concat(uleb(depth)); },
+  br_if: function (/** @type {number} */ depth) { return [0x0d].concat(uleb(depth)); },
+  get: function (/** @type {number} */ local) { return [0x20].concat(uleb(local)); },
+  set: function (/** @type {number} */ local) { return [0x21].concat(uleb(local)); },
+  i32: function (/** @type {number} */ n) { return [0x41].concat(sleb(n)); },
   add: [0x6a], sub: [0x6b], mul: [0x6c], shl: [0x74], shr_u: [0x76], and: [0x71],
   lt_u: [0x49], ge_u: [0x4f], gt_u: [0x4b],
   load8_u: [0x2d, 0, 0], load8_s: [0x2c, 0, 0], load16_u: [0x2f, 1, 0],
@@ -73,7 +83,7 @@ const op = {
   f32_add: [0x92], f32_mul: [0x94], f32_zero: [0x43, 0, 0, 0, 0], f32_from_u32: [0xb3], f32_from_i32: [0xb2],
   v128_load: [0xfd, 0x00, 2, 0], v128_zero: [0xfd, 0x0c].concat(new Array(16).fill(0)),
   f32x4_add: [0xfd, 0xe4, 0x01], f32x4_mul: [0xfd, 0xe6, 0x01],
-  lane: function (i) { return [0xfd, 0x1f, i]; }, // f32x4.extract_lane
+  lane: function (/** @type {number} */ i) { return [0xfd, 0x1f, i]; }, // f32x4.extract_lane
   v128_store: [0xfd, 0x0b, 2, 0], f32x4_splat: [0xfd, 0x13], i8x16_splat: [0xfd, 0x0f],
   v128_and: [0xfd, 0x4e], i8x16_shr_u: [0xfd, 0x6d],
   // widen the low or high half of the lanes: 8 -> 16 bits, 16 -> 32 bits (s/u: signed or not)
@@ -87,17 +97,23 @@ const op = {
   i32x4_from_f32: [0xfd, 0xf8, 0x01], i32x4_add: [0xfd, 0xae, 0x01], i32x4_shl: [0xfd, 0xab, 0x01],
   i32x4_splat: [0xfd, 0x11], i32x4_lt_s: [0xfd, 0x39], f32x4_gt: [0xfd, 0x44], bitselect: [0xfd, 0x52],
   f32_sub: [0x93], f32_div: [0x95], f32_max: [0x97], f32_sqrt: [0x91],
-  f32_const: function (n) { return [0x43].concat(Array.from(new Uint8Array(Float32Array.of(n).buffer))); },
-  f32x4_const: function (n) { // v128.const with four equal float32 lanes
+  f32_const: function (/** @type {number} */ n) { return [0x43].concat(Array.from(new Uint8Array(Float32Array.of(n).buffer))); },
+  f32x4_const: function (/** @type {number} */ n) { // v128.const with four equal float32 lanes
     return [0xfd, 0x0c].concat(...Array(4).fill(Array.from(new Uint8Array(Float32Array.of(n).buffer))));
   },
-  i32x4_const: function (a, b, c, d) { return [0xfd, 0x0c].concat(Array.from(new Uint8Array(Int32Array.of(a, b, c, d).buffer))); },
+  i32x4_const: function (/** @type {number} */ a, /** @type {number} */ b, /** @type {number} */ c, /** @type {number} */ d) { return [0xfd, 0x0c].concat(Array.from(new Uint8Array(Int32Array.of(a, b, c, d).buffer))); },
 };
-function code() { // flatten instructions (arrays of bytes, nested) into one array
+/**
+ * Flatten instructions (arrays of bytes, nested) into one array.
+ * @param {...(number | Code)} items
+ * @returns {number[]}
+ */
+function code(...items) {
+  /** @type {number[]} */
   const out = [];
-  (function walk(items) {
-    items.forEach(function (item) { if (Array.isArray(item)) walk(item); else out.push(item); });
-  })(Array.prototype.slice.call(arguments));
+  (function walk(/** @type {Code} */ list) {
+    list.forEach(function (item) { if (Array.isArray(item)) walk(item); else out.push(item); });
+  })(items);
   return out;
 }
 // acc + a * b on f32x4 lanes: a multiply and an add, or, in modules built with `relaxed`
@@ -106,14 +122,16 @@ function code() { // flatten instructions (arrays of bytes, nested) into one arr
 // path), f32x4.relaxed_madd: one fused multiply-add where the CPU has one (V8 on x86-64
 // with FMA3, ARM64), rounded once instead of twice; the spec also allows the two steps.
 let RELAXED = false;
+/** @param {Code} acc @param {Code} a @param {Code} b @returns {number[]} */
 function madd(acc, a, b) {
   return RELAXED ? code(a, b, acc, [0xfd, 0x85, 0x02]) : code(acc, a, b, op.f32x4_mul, op.f32x4_add);
 }
 // v128.load, v128.store and v128.load32_splat (one float32 in every lane) at a constant
 // byte offset from the address on the stack.
-const vload = (offset) => [0xfd, 0x00, 2].concat(uleb(offset));
-const vstore = (offset) => [0xfd, 0x0b, 2].concat(uleb(offset));
-const splatLoad = (offset) => [0xfd, 0x09, 2].concat(uleb(offset));
+const vload = (/** @type {number} */ offset) => [0xfd, 0x00, 2].concat(uleb(offset));
+const vstore = (/** @type {number} */ offset) => [0xfd, 0x0b, 2].concat(uleb(offset));
+const splatLoad = (/** @type {number} */ offset) => [0xfd, 0x09, 2].concat(uleb(offset));
+/** @param {number} local @param {number} n @returns {number[]} local += n */
 function incr(local, n) { return code(op.get(local), op.i32(n), op.add, op.set(local)); }
 
 // --- matmul(x, T, cols, W, rows, out, xStride) -----------------------------------------
@@ -138,12 +156,14 @@ const XROWBYTES = 14 + TILE_TOKENS;
 const WP = 15 + TILE_TOKENS; // row i of the tile starts at w_i = wRow + i * rowBytes
 const ACC = WP + TILE_ROWS, WV = ACC + TILE_ROWS * TILE_TOKENS, XV = WV + TILE_ROWS;
 
+/** @param {number} acc a v128 local @returns {number[]} */
 function hsum(acc) { // the four lanes of acc, summed: (l0 + l1) + (l2 + l3)
   return code(op.get(acc), op.lane(0), op.get(acc), op.lane(1), op.f32_add,
     op.get(acc), op.lane(2), op.get(acc), op.lane(3), op.f32_add, op.f32_add);
 }
 // acc(i, k) += w_i * x_k[c .. c+3] for rows i < nRows, tokens k < nTok, over the whole
 // row (do-while: cols >= 4); row i's weights start at wRow + i * rowBytes.
+/** @param {number} nRows @param {number} nTok @returns {number[]} */
 function dotLoop(nRows, nTok) {
   const body = [];
   for (let i = 0; i < nRows; i++) body.push(op.get(WP + i), op.get(C), op.add, op.v128_load, op.set(WV + i));
@@ -158,6 +178,7 @@ function dotLoop(nRows, nTok) {
     op.get(C), op.get(ROWBYTES), op.lt_u, op.br_if(0), op.end);
 }
 // x_k = x + (t + k) * xRowBytes; acc = 0; dot; out[(t + k) * rows + r + i] = sum(acc(i, k)).
+/** @param {number} nRows @param {number} nTok @returns {number[]} */
 function tile(nRows, nTok) {
   const setup = [];
   for (let k = 0; k < nTok; k++) {
@@ -174,6 +195,7 @@ function tile(nRows, nTok) {
   return code(setup, dotLoop(nRows, nTok), store, incr(TOK, nTok));
 }
 // For the rows r .. r + nRows - 1: every token, four at a time, then one at a time.
+/** @param {number} nRows @returns {number[]} */
 function rowsPass(nRows) {
   return code(
     op.get(W), op.get(R), op.get(ROWBYTES), op.mul, op.add, op.set(WROW),
@@ -211,10 +233,12 @@ const matmulLocals = [[8 + TILE_TOKENS + TILE_ROWS, I32], [TILE_ROWS * TILE_TOKE
 // Sixteen bytes widen to sixteen float32 lanes in four steps of four:
 // u8/i8 x16 -> (low, high) 16-bit x8 -> (low, high) 32-bit x4 -> float32 x4.
 const SRC = 0, BLOCKS = 1, DST = 2, HALF = 3, B = 4, DV = 5, MV = 6, BYTES = 7, HALF16 = 8;
+/** @param {number} offset @returns {number[]} */
 function halfAt(offset) { // half[u16 at src + offset] as f32
   return code(op.get(HALF), op.get(SRC), op.i32(offset), op.add, op.load16_u, op.i32(2), op.shl, op.add, op.f32_load);
 }
 // dst[offset .. offset + 15] = d * bytes + (m) for the 16 bytes in local BYTES.
+/** @param {number} offset @param {boolean} signed @param {boolean} withMinimum @returns {number[]} */
 function widenStore(offset, signed, withMinimum) {
   const to16 = signed ? [op.i16_low_s, op.i16_high_s] : [op.i16_low_u, op.i16_high_u];
   const to32 = signed ? [op.i32_low_s, op.i32_high_s] : [op.i32_low_u, op.i32_high_u];
@@ -231,6 +255,7 @@ function widenStore(offset, signed, withMinimum) {
   }
   return code(out);
 }
+/** @param {number} blockBytes @param {Code} body @returns {number[]} */
 function blockLoop(blockBytes, body) { // for b in 0 .. blocks - 1: body; src += blockBytes; dst += 32 floats
   return code(
     op.i32(0), op.set(B),
@@ -265,10 +290,12 @@ const dequantLocals = [[1, I32], [4, V128]];
 // half16 14, bv 15; f32 macc 16.
 const MX = 0, MSRC = 1, MROWS = 2, MBLOCKS = 3, MHALF = 4, MOUT = 5, MXSUM = 6;
 const MR = 7, MB = 8, XP = 9, SP = 10, MACC = 11, MDV = 12, MBYTES = 13, MHALF16 = 14, BV = 15, MMACC = 16;
+/** @param {number} offset @returns {number[]} */
 function mHalfAt(offset) { // half[u16 at src + offset] as f32
   return code(op.get(MHALF), op.get(MSRC), op.i32(offset), op.add, op.load16_u, op.i32(2), op.shl, op.add, op.f32_load);
 }
 // bv += float(16 bytes of MBYTES, widened) * x[xp + xOffset ..] (16 values)
+/** @param {number} xOffset @param {boolean} signed @returns {number[]} */
 function widenDot(xOffset, signed) {
   const to16 = signed ? [op.i16_low_s, op.i16_high_s] : [op.i16_low_u, op.i16_high_u];
   const to32 = signed ? [op.i32_low_s, op.i32_high_s] : [op.i32_low_u, op.i32_high_u];
@@ -283,6 +310,7 @@ function widenDot(xOffset, signed) {
   }
   return code(out);
 }
+/** @param {number} blockBytes @param {Code} blockCode @returns {number[]} */
 function matvecBody(blockBytes, blockCode) {
   return code(
     op.i32(0), op.set(MR),
@@ -329,6 +357,7 @@ const LN2_LOW = -2.12194440e-4;
 const EXP_POLY = [1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1];
 const vconst = op.f32x4_const;
 // exp of the v128 local x (overwritten), left on the stack; n and r: v128 scratch locals.
+/** @param {number} x @param {number} n @param {number} r @returns {number[]} */
 function expOf(x, n, r) {
   return code(
     op.get(x), vconst(88), op.f32x4_min, vconst(-87.33654), op.f32x4_max, op.set(x),
@@ -378,6 +407,7 @@ const laneIndex = () => code(op.get(PE), op.i32x4_splat, op.i32x4_const(0, 1, 2,
 const keyLanes = () => code(laneIndex(), op.get(PN), op.i32x4_splat, op.i32x4_lt_s,
   op.get(PN), op.get(PWIN), op.sub, op.i32(1), op.sub, op.i32x4_splat, laneIndex(), op.i32x4_lt_s, op.v128_and);
 // for e = 0, 4, ... while e < limit (a local): body
+/** @param {number} limit @param {Code} body @returns {number[]} */
 function lanesLoop(limit, body) {
   return code(op.i32(0), op.set(PE), op.block, op.loop,
     op.get(PE), op.get(limit), op.ge_u, op.br_if(1), body, incr(PE, 4), op.br(0), op.end, op.end);
@@ -423,8 +453,9 @@ const softmaxLocals = [[6, I32], [5, V128], [1, F32]];
 // 17 + 4j + v), b 25..28, s 29..30.
 const NX = 0, NT = 1, NK = 2, NB = 3, NN = 4, NO = 5, NOS = 6;
 const NC0 = 7, NTOK = 8, NKK = 9, NBP = 10, NX0 = 11, NRB = 13, NRX = 14, NOP = 15, NRO = 16, NACC = 17, NBV = 25, NS = 29;
+/** @param {number} nTok @param {number} nVec @returns {number[]} */
 function tileNN(nTok, nVec) {
-  const acc = (j, v) => NACC + 4 * j + v;
+  const acc = (/** @type {number} */ j, /** @type {number} */ v) => NACC + 4 * j + v;
   const out = [];
   for (let j = 0; j < nTok; j++) {
     out.push(op.get(NX), op.get(NTOK), op.i32(j), op.add, op.get(NRX), op.mul, op.add, op.set(NX0 + j));
@@ -445,6 +476,7 @@ function tileNN(nTok, nVec) {
   }
   return code(out, incr(NTOK, nTok));
 }
+/** @param {number} nVec @returns {number[]} */
 function columnsPass(nVec) { // columns c0 .. c0 + 4 nVec - 1: every token, two at a time
   return code(
     op.i32(0), op.set(NTOK),
@@ -492,8 +524,9 @@ const rmsNormBody = () => code(
 );
 const rmsNormLocals = [[5, I32], [2, V128]];
 
+/** @param {number[][]} locals @param {number[]} body @returns {number[]} */
 function functionBody(locals, body) {
-  const bytes = vec(locals.map(function (l) { return uleb(l[0]).concat([l[1]]); })).concat(body, op.end);
+  const bytes = vec(locals.map(function (/** @type {number[]} */ l) { return uleb(l[0]).concat([l[1]]); })).concat(body, op.end);
   return uleb(bytes.length).concat(bytes);
 }
 

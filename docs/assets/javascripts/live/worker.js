@@ -234,7 +234,7 @@ async function generate({ id, ids, options = {} }) {
     stepStart = performance.now();
   }
   const ms = performance.now() - started;
-  return { ids: newIds, ms, prefill_ms: firstMs, decode_ms: ms - (firstMs || 0) };
+  return { ids: newIds, ms, prefillMs: firstMs, decodeMs: ms - (firstMs || 0) };
 }
 
 /**

@@ -89,10 +89,9 @@ function mixerSettings(mixer, c) {
 export function readParts(description, tensors, config) {
   const c = config;
   for (const found of Object.values(tensors)) checkFinite(found);
-  const neighbourPairs = description.rotary_rows.order === "neighbour_pairs";
   const activation = description.constants.ffn_activation;
   /** @type {Record<string, any>} */
-  const model = { layers: c.layer_types.map((type) => ({ layer_type: type, attn: mixerSettings(description.layer[type].mixer, c), ffn: { activation } })) };
+  const model = { layers: c.layer_types.map((type) => ({ kind: type, attn: mixerSettings(description.layer[type].mixer, c), ffn: { activation } })) };
   for (const [name, { row, layer }] of expectedTensors(description, c)) {
     const tensor = tensors[name];
     const target = layer === null ? model : model.layers[layer];
@@ -106,9 +105,9 @@ export function readParts(description, tensors, config) {
       continue;
     }
     const [path, kind] = [part.split("."), part.split(".").pop()];
-    let heads = 0;
-    if (neighbourPairs && part === "attn.q_proj.weight") heads = c.num_heads;
-    if (neighbourPairs && part === "attn.k_proj.weight") heads = c.num_kv_heads;
+    // "unpermute_rotary_rows(num_heads)": llama.cpp's neighbour pairs, undone as a row order
+    const unpermute = /^unpermute_rotary_rows\((\w+)\)$/.exec(row.transform ?? "");
+    const heads = unpermute ? fieldOf(c, unpermute[1]) : 0;
     const isMatrix = tensor.dims.length === 2 && kind === "weight" && !part.endsWith("norm.weight") && part !== "attn.conv1d.weight";
     const whole = layer === null && isMatrix; // the embedding and the unembedding: read a row at a time
     const value = whole ? tensor : isMatrix ? { tensor, rowOrder: heads ? unpermuteRotaryRows(heads, c.head_dim) : null } : tensor.toFloat32();
@@ -117,7 +116,7 @@ export function readParts(description, tensors, config) {
   const parts = /** @type {ModelParts} */ ({
     embed: model.embed, lm_head: model.lm_head ?? null, norm: model.norm,
     embed_scale: description.embedding_scale ? Math.sqrt(c.d_model) : null,
-    rope_freqs: null, layers: model.layers,
+    layers: model.layers,
   });
   return parts;
 }

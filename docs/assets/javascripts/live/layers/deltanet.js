@@ -39,15 +39,27 @@ export const L2_EPS = 1e-6;
  */
 
 /**
- * The sizes a Gated DeltaNet layer reads from the config.
+ * The sizes a Gated DeltaNet layer reads from the config (null in a family without one).
  * @typedef {object} DeltaNetSizes
- * @property {number} linear_num_key_heads
- * @property {number} linear_num_value_heads
- * @property {number} linear_key_head_dim
- * @property {number} linear_value_head_dim
- * @property {number} linear_conv_kernel_dim
+ * @property {number | null} [linear_num_key_heads]
+ * @property {number | null} [linear_num_value_heads]
+ * @property {number | null} [linear_key_head_dim]
+ * @property {number | null} [linear_value_head_dim]
+ * @property {number | null} [linear_conv_kernel_dim]
  * @property {number} rms_eps
  */
+
+/**
+ * A size the config must give a Gated DeltaNet layer.
+ * @param {DeltaNetSizes} sizes
+ * @param {"linear_num_key_heads" | "linear_num_value_heads" | "linear_key_head_dim" | "linear_value_head_dim" | "linear_conv_kernel_dim"} name
+ * @returns {number}
+ */
+function sizeOf(sizes, name) {
+  const value = sizes[name];
+  if (typeof value !== "number") throw new TypeError(`a linear_attention layer needs the config's ${name}; got ${value}`);
+  return value;
+}
 
 /** What a Gated DeltaNet layer keeps between chunks: the conv's last K - 1 inputs, the
  * state of every value head, and (for the implicit attention) the u's. */
@@ -123,11 +135,11 @@ export class GatedDeltaNet {
    */
   constructor(sizes, parts, kernels) {
     this.kind = "gated_deltanet";
-    this.numKeyHeads = sizes.linear_num_key_heads;
-    this.numValueHeads = sizes.linear_num_value_heads;
-    this.keyHeadDim = sizes.linear_key_head_dim;
-    this.valueHeadDim = sizes.linear_value_head_dim;
-    this.kernel = sizes.linear_conv_kernel_dim;
+    this.numKeyHeads = sizeOf(sizes, "linear_num_key_heads");
+    this.numValueHeads = sizeOf(sizes, "linear_num_value_heads");
+    this.keyHeadDim = sizeOf(sizes, "linear_key_head_dim");
+    this.valueHeadDim = sizeOf(sizes, "linear_value_head_dim");
+    this.kernel = sizeOf(sizes, "linear_conv_kernel_dim");
     this.eps = sizes.rms_eps;
     this.convDim = 2 * this.numKeyHeads * this.keyHeadDim + this.numValueHeads * this.valueHeadDim;
     this.in_proj_qkv = new Linear(parts.in_proj_qkv, kernels);

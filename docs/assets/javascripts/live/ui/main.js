@@ -80,8 +80,8 @@ function buildView(root, live) {
     el("figcaption", { text: "The head's whole weight matrix: row = query, column = key, both from token 0 at the top " +
       "left; the stronger the colour, the more weight (the shade grows as the square root of the weight, so " +
       "that small weights show); later keys are masked (grey). The selected query's row is " +
-      "outlined; click or tap a row to pick its query. A sliding-window or linear layer says what its marks and colours " +
-      "mean below the picture." }),
+      "outlined; click or tap a row to pick its query. A sliding-window layer, or a linear one (signed values, " +
+      "not weights), says what its marks and colours mean below the picture." }),
     v.legend,
   ]);
 
@@ -482,6 +482,10 @@ function build(root) {
     const h = Number(button.dataset.head);
     if (v.modeAblate.checked) {
       if (generating) return;
+      if (result && result.kinds[l].signed) { // as in the package: a Gated DeltaNet layer takes no ablate_heads
+        setStatus(`Layer ${l} is a linear (Gated DeltaNet) layer: its heads cannot be knocked out, in the package either.`);
+        return;
+      }
       toggleHead(state.ablate, l, h);
       update();
     } else {
