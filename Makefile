@@ -46,7 +46,9 @@ serve: $(SITE_STAMP)
 	$(PY) -m mkdocs serve --dev-addr $(SERVE_ADDR)
 
 # In parallel (pytest-xdist, one worker per core); a page's browser checks stay on one
-# worker (--dist loadgroup), so each page is opened once per colour scheme.
+# worker (--dist loadgroup), so each page is opened once per colour scheme. The odd-numbered
+# workers compute with another set of CPU kernels than the machine's own (tests/kernel_settings.py),
+# so a page's printed number that hangs on them fails here, as on a reader's machine.
 test: setup
 	$(PY) -m pytest -n auto --dist loadgroup
 

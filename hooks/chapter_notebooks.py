@@ -43,7 +43,8 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 from mkdocs.utils.meta import get_data
-from page_blocks import PageBlock, page_blocks
+
+from hooks.page_blocks import PageBlock, page_blocks
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GITHUB_VARIABLES = ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_SHA")

@@ -1,10 +1,10 @@
 """The site's diagram language: one colour per role and a few drawing primitives.
 
 Site code, not part of the package (the figure modules in ``hooks/`` import it as
-``diagrams``; it needs matplotlib). Every conceptual diagram on the site is a short
+``hooks.diagrams``; it needs matplotlib). Every conceptual diagram on the site is a short
 function over real tensors built from these pieces::
 
-    import diagrams
+    from hooks import diagrams
     from attnlab import examples
 
     ex = examples.illustrated()

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from build_cache import cached_text, source_key
-from explorer_data import explorer_data
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
+
+from hooks.build_cache import cached_text, source_key
+from hooks.explorer_data import explorer_data
 
 DATA_PATH = "assets/explorer-data.json"
 EXPLORER_PAGE = "explorer.md"

@@ -17,7 +17,7 @@ Example:
     the mask, at temperature 1 (``temperatures[2]``):
 
     ```python
-    from explorer_data import explorer_data  # with hooks/ on sys.path
+    from hooks.explorer_data import explorer_data
 
     journey = explorer_data()["sentences"][0]
     row = journey["weights"]["unscaled"]["full"][2][1]

@@ -6,12 +6,12 @@ from collections.abc import Callable
 from functools import partial
 from typing import TypeVar
 
-import diagrams
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 import attnlab
+from hooks import diagrams
 
 __all__ = [
     "SMALL_CELL",

@@ -3,7 +3,7 @@
 A figure is a zero-argument function returning a matplotlib ``Figure``, registered
 under the name that pages use (``![alt](../figures/<name>.svg "caption")``)::
 
-    from figure_registry import figure
+    from hooks.figure_registry import figure
 
     @figure("journey-weights")
     def journey_weights() -> Figure: ...
@@ -160,21 +160,13 @@ def load_figure_modules(directory: Path | None = None) -> Mapping[str, FigureBui
     Returns:
         ``FIGURES``, the view of what is now registered.
     """
-    paths = figure_modules(directory)
-    hooks = str(paths[0].parent) if paths else None
     _REGISTRY.clear()
-    added = hooks is not None and hooks not in sys.path
-    if added:
-        sys.path.insert(0, str(hooks))
-    try:
-        for path in paths:
-            spec = importlib.util.spec_from_file_location(path.stem, path)
-            if spec is None or spec.loader is None:  # pragma: no cover - a .py file always loads
-                raise ImportError(f"cannot import figure module {path}")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[path.stem] = module
-            spec.loader.exec_module(module)
-    finally:
-        if added:
-            sys.path.remove(str(hooks))
+    for path in figure_modules(directory):
+        name = f"{__package__}.{path.stem}"  # hooks.figures_llm: as the modules import each other
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:  # pragma: no cover - a .py file always loads
+            raise ImportError(f"cannot import figure module {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
     return FIGURES

@@ -34,13 +34,14 @@ from typing import Any
 
 import matplotlib as mpl
 import matplotlib.style
-from build_cache import cached_text, evict_stale, source_key
-from figure_registry import DIAGRAMS, FIGURES, FigureBuilder, load_figure_modules
 from matplotlib.typing import RcKeyType
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
+
+from hooks.build_cache import cached_text, evict_stale, source_key
+from hooks.figure_registry import DIAGRAMS, FIGURES, FigureBuilder, load_figure_modules
 
 __all__ = [
     "DIAGRAMS",

@@ -6,10 +6,11 @@ figures hook (``hooks/figures.py``).
 
 from __future__ import annotations
 
-import diagrams
-from figure_registry import figure
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
+
+from hooks import diagrams
+from hooks.figure_registry import figure
 
 #: The block formats of the recorded run, densest first.
 FORMATS = ("q8_0", "q4_1", "q4_0")

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import math
 
-import diagrams
 import torch
-from figure_registry import figure
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 import attnlab
+from hooks import diagrams
+from hooks.figure_registry import figure
 
 
 @figure("bench-time")
@@ -149,9 +149,8 @@ def gpu_memory() -> Figure:
 @figure("ring-schedule", diagram=True)
 def ring_schedule() -> Figure:
     """Causal ring attention on 4 ranks: work per rank and step, contiguous vs zig-zag."""
-    import diagrams
-
     from attnlab import ring
+    from hooks import diagrams
 
     fig, ax = diagrams.canvas(8.0, 2.8)
     bounds = []
@@ -183,7 +182,7 @@ def ring_schedule() -> Figure:
 @figure("flash-backward-blocks", diagram=True)
 def flash_backward_blocks() -> Figure:
     """The backward pass of one tiny attention: P, dP and dS = P * (dP - Δ), as numbers."""
-    import diagrams
+    from hooks import diagrams
 
     gen = torch.Generator().manual_seed(0)
     q, k, v, grad_out = (torch.randn(4, 2, generator=gen) for _ in range(4))

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import diagrams
 import torch
-from figure_registry import figure
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from torch import Tensor
+
+from hooks import diagrams
+from hooks.figure_registry import figure
 
 T = 1024  # tokens
 BLOCK = 128  # FlexAttention's default block size

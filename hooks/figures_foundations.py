@@ -11,20 +11,20 @@ import functools
 import math
 from collections.abc import Sequence
 
-import diagrams
 import torch
-from figure_kit import (
+from matplotlib.figure import Figure
+
+import attnlab
+from attnlab import examples, plot
+from hooks import diagrams
+from hooks.figure_kit import (
     journey_self_attention,
     matrix_style,
     projection_rows,
     seeded,
     side_by_side,
 )
-from figure_registry import figure
-from matplotlib.figure import Figure
-
-import attnlab
-from attnlab import examples, plot
+from hooks.figure_registry import figure
 
 
 @figure("journey-weights")

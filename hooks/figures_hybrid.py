@@ -6,14 +6,14 @@ the recall curve from the recorded run (``python -m attnlab.bench --hybrid_recal
 
 from __future__ import annotations
 
-import diagrams
 import torch
 import torch.nn.functional as F
-from figure_kit import matrix_style
-from figure_registry import figure
 from matplotlib.figure import Figure
 
 import attnlab
+from hooks import diagrams
+from hooks.figure_kit import matrix_style
+from hooks.figure_registry import figure
 
 #: How each stack is drawn, and its legend label.
 STYLES = {

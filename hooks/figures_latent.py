@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import diagrams
 import torch
-from figure_registry import figure
 from matplotlib.figure import Figure
 
 import attnlab
+from hooks import diagrams
+from hooks.figure_registry import figure
 
 #: DeepSeek-V3's attention sizes (its config.json; transformers' ``DeepseekV3Config``
 #: defaults, checked in tests/site/test_figures_latent.py): the site's build installs no

@@ -5,11 +5,11 @@ Registered with ``@figure`` (``hooks/figure_registry.py``) and drawn by the figu
 
 from __future__ import annotations
 
-from figure_registry import figure
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from attnlab import OPEN_MODEL_LAYOUTS
+from hooks.figure_registry import figure
 
 #: One colour per layer type (Okabe-Ito, colour-blind safe, legible on both schemes).
 LAYER_COLOURS = {
@@ -64,8 +64,9 @@ def sink_column() -> Figure:
     Four scores and a sink logit of 1.0: the five weights sum to 1, the four kept sum to
     less, and the rest (the sink's share) goes nowhere.
     """
-    import diagrams
     import torch
+
+    from hooks import diagrams
 
     scores = torch.tensor([0.2, -0.5, 0.4, 0.1])
     sink = torch.tensor([1.0])

@@ -5,15 +5,15 @@ Registered with ``@figure`` (``hooks/figure_registry.py``) and drawn by the figu
 
 from __future__ import annotations
 
-import diagrams
 import matplotlib as mpl
 import torch
-from figure_kit import matrix_style
-from figure_registry import figure
 from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 
 from attnlab import examples
+from hooks import diagrams
+from hooks.figure_kit import matrix_style
+from hooks.figure_registry import figure
 
 #: Negative and positive ends of the signed scale (PuOr's, colour-blind safe); zero is
 #: the page colour, so a cell that weighs nothing disappears in both schemes.

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import math
 
-import diagrams
 import torch
-from figure_kit import matrix_style
-from figure_registry import figure
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 import attnlab
+from hooks import diagrams
+from hooks.figure_kit import matrix_style
+from hooks.figure_registry import figure
 
 
 @figure("decode-time")

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import math
 
-import diagrams
-from figure_registry import figure
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, Wedge
 
 import attnlab
+from hooks import diagrams
+from hooks.figure_registry import figure
 
 #: SmolLM2-135M's rotary: head width, base, trained length; the scalings stretch it twice.
 HEAD_DIM, BASE, TRAINED, FACTOR = 64, 100000.0, 8192, 2.0

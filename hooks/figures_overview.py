@@ -7,16 +7,16 @@ whole decoder (the big picture), words to vectors and the running example's proj
 
 from __future__ import annotations
 
-import diagrams
 import torch
-from figure_kit import SMALL_CELL, projection_rows, seeded
-from figure_registry import figure
-from figures_foundations import paired_bars
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 import attnlab
 from attnlab import examples
+from hooks import diagrams
+from hooks.figure_kit import SMALL_CELL, projection_rows, seeded
+from hooks.figure_registry import figure
+from hooks.figures_foundations import paired_bars
 
 _CENTRE_X = 4.0
 _BOX_WIDTH = 6.0

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import diagrams
 import torch
-from figure_kit import journey_self_attention, matrix_style, seeded
-from figure_registry import figure
 from matplotlib.figure import Figure
 
 import attnlab
 from attnlab import examples
+from hooks import diagrams
+from hooks.figure_kit import journey_self_attention, matrix_style, seeded
+from hooks.figure_registry import figure
 
 
 def sinusoidal_positions(num_tokens: int, dim: int) -> torch.Tensor:

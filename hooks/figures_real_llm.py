@@ -10,13 +10,13 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-import diagrams
 import torch
-from figure_registry import figure
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from attnlab import plot
+from hooks import diagrams
+from hooks.figure_registry import figure
 
 if TYPE_CHECKING:
     from attnlab.llama import LlamaModel, Tokenizer

@@ -5,13 +5,13 @@ Registered with ``@figure`` (``hooks/figure_registry.py``) and drawn by the figu
 
 from __future__ import annotations
 
-import diagrams
 import torch
-from figure_kit import seeded
-from figure_registry import figure
 from matplotlib.figure import Figure
 
 import attnlab
+from hooks import diagrams
+from hooks.figure_kit import seeded
+from hooks.figure_registry import figure
 
 #: The page's running example: eleven tokens, each query keeping its four best keys.
 TOKENS, TOPK = 11, 4

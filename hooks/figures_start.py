@@ -12,15 +12,15 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple
 
-import diagrams
 import torch
-from figure_kit import matrix_style
-from figure_registry import figure
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 import attnlab
 from attnlab import examples, plot
+from hooks import diagrams
+from hooks.figure_kit import matrix_style
+from hooks.figure_registry import figure
 
 #: The first pass's sentence (Alammar's, from "The Illustrated Transformer").
 SENTENCE = "The animal didn't cross the street because it was too tired."
@@ -44,9 +44,8 @@ class Reading(NamedTuple):
 @functools.cache
 def reading(text: str) -> Reading:
     """SmolLM2's tokens (as words, spaces stripped) and attention maps on ``text``."""
-    from figures_real_llm import smollm2
-
     from attnlab.llama.interpret import attention_maps
+    from hooks.figures_real_llm import smollm2
 
     model, tokenizer = smollm2()
     ids = tokenizer.encode(text)

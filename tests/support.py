@@ -1,13 +1,12 @@
 """Helpers shared by the test files in every tests/ folder (imported as ``support``).
 
-``tests/conftest.py`` puts ``tests/`` on ``sys.path``, so a test anywhere below it
-writes ``from support import REPO_ROOT, load_hook``.
+pyproject.toml's pytest ``pythonpath`` option puts ``tests/`` on the path, so a test
+anywhere below it writes ``from support import REPO_ROOT``. The site's code is the
+package ``hooks`` (installed editable by scripts/install.py): ``from hooks import roadmap``.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -15,30 +14,6 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCS = REPO_ROOT / "docs"
 HOOKS = REPO_ROOT / "hooks"
-
-
-def hooks_importable() -> None:
-    """Put ``hooks/`` on ``sys.path``, as MkDocs does while it imports a hook."""
-    if str(HOOKS) not in sys.path:
-        sys.path.insert(0, str(HOOKS))
-
-
-def load_hook(name: str) -> ModuleType:
-    """Import ``hooks/<name>.py`` under the name MkDocs gives it (``name``), once per process.
-
-    A hook imports its sibling modules (``build_cache``, ``figure_registry``, ...) as
-    top-level modules, so ``hooks/`` is put on ``sys.path`` first.
-    """
-    hooks_importable()
-    module = sys.modules.get(name)
-    if module is not None and Path(str(getattr(module, "__file__", ""))) == HOOKS / f"{name}.py":
-        return module
-    spec = importlib.util.spec_from_file_location(name, HOOKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def built_page(site: Path, src_uri: str) -> Path:
@@ -51,17 +26,29 @@ def built_page(site: Path, src_uri: str) -> Path:
     return site / Path(src_uri).with_suffix(".html")
 
 
-def mkdocs_nav() -> list[object]:
-    """mkdocs.yml's ``nav``, read without its ``!!python/name`` tags."""
+def mkdocs_config() -> dict[str, Any]:
+    """mkdocs.yml, read without its ``!!python/name`` tags."""
     import yaml
 
     class Loader(yaml.SafeLoader):
         pass
 
     Loader.add_multi_constructor("", lambda loader, suffix, node: None)
-    config = yaml.load((REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader)
-    nav: list[object] = config["nav"]
+    config: dict[str, Any] = yaml.load(
+        (REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader
+    )
+    return config
+
+
+def mkdocs_nav() -> list[object]:
+    """mkdocs.yml's ``nav``."""
+    nav: list[object] = mkdocs_config()["nav"]
     return nav
+
+
+def mkdocs_hooks() -> list[Path]:
+    """The hooks' entry files that mkdocs.yml lists (MkDocs loads each by path)."""
+    return [REPO_ROOT / entry for entry in mkdocs_config()["hooks"]]
 
 
 def nav_items(entries: list[Any] | None = None) -> list[Any]:
@@ -88,7 +75,8 @@ def nav_items(entries: list[Any] | None = None) -> list[Any]:
 
 def main_line_steps() -> list[Any]:
     """The path's steps as hooks/roadmap.py reads them from the nav (title, pages)."""
-    roadmap = load_hook("roadmap")
+    from hooks import roadmap
+
     steps: list[Any] = roadmap.main_line(nav_items())
     return steps
 

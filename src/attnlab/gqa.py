@@ -210,9 +210,9 @@ class GroupedQueryAttention(AttentionHeads):
                 module.q_proj.load_state_dict(q_proj.state_dict())
                 return module
             for key, param in q_proj.state_dict().items():  # rows (H, [q_h | gate_h], D)
-                query_rows, gate_rows = param.view(H, 2, D, -1).unbind(1)
-                getattr(module.q_proj, key).copy_(query_rows.reshape(H * D, -1).squeeze(-1))
-                getattr(gate.gate_proj, key).copy_(gate_rows.reshape(H * D, -1).squeeze(-1))
+                query_rows, gate_rows = OutputGate.split_rows(param, H, D)
+                getattr(module.q_proj, key).copy_(query_rows)
+                getattr(gate.gate_proj, key).copy_(gate_rows)
         return module
 
     def extra_repr(self) -> str:

@@ -42,6 +42,20 @@ class OutputGate(nn.Module):
         H = check_positive_int("num_heads", num_heads)
         self.gate_proj = nn.Linear(check_positive_int("d_in", d_in), H * head_dim, bias=bias)
 
+    @staticmethod
+    def split_rows(rows: Tensor, num_heads: int, head_dim: int) -> tuple[Tensor, Tensor]:
+        """A projection whose rows are laid out per head as ``[q_h | gate_h]``, split.
+
+        Qwen3-Next's and Qwen3.5's ``q_proj`` (and their GGUF query tensor) is twice as
+        wide: each head's ``head_dim`` query rows then its ``head_dim`` gate rows.
+
+        Shape:
+            rows: ``(2 * H * D, ...)`` (a weight or a bias); outputs: ``(H * D, ...)`` each.
+        """
+        query, gate = rows.reshape(num_heads, 2, head_dim, -1).unbind(1)  # (H, D, ...) each
+        shape = (num_heads * head_dim, *rows.shape[1:])
+        return query.reshape(shape), gate.reshape(shape)
+
     def gate(self, x: Tensor) -> Tensor:
         """The gate of every head and feature, in ``(0, 1)``: ``(B, L, d_in) -> (B, H, L, Dv)``."""
         gates = torch.sigmoid(self.gate_proj(x))  # (B, L, H * Dv)

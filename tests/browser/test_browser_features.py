@@ -237,12 +237,11 @@ def recall_question(sequence: int, key: int) -> tuple[list[str], int]:
     """The untrained then trained model's weights over the real pairs (as the page prints
     them) and the answer, when ``sequence`` of the held-out batch is asked for its
     ``key``-th stored key: run here on the models, not read from the page's data."""
-    from support import load_hook
-
     from attnlab import recall
+    from hooks import explorer_data
 
     untrained, trained, _ = recall.trained_recall_model()
-    batch = recall.held_out_batch(load_hook("explorer_data").RECALL_SEQUENCES)
+    batch = recall.held_out_batch(explorer_data.RECALL_SEQUENCES)
     i = slice(sequence, sequence + 1)
     ask = recall.RecallBatch(
         batch.keys[i], batch.values[i], batch.present[i],

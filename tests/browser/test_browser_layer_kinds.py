@@ -93,7 +93,7 @@ window.show = (layer, head) => {{
   state.head = head;
   renderHead(view, state, result);
   const scores = {{ sink: null, previous: null, induction: null, length: null }};
-  renderOverview(view, state, result, scores);
+  renderOverview(view, {{ state, result, scores }});
 }};
 window.show(0, 0);
 document.body.dataset.ready = "true";
@@ -327,5 +327,22 @@ def test_the_live_section_draws_gemma3_and_qwen35_layers_by_kind(
             assert any("\u2212" in v for v in linear["values"])  # random weights: both signs
             weights = [float(v) for v in seen["full_attention"]["values"]]
             assert abs(sum(weights) - 1) < 0.01  # a softmax row, written as it is
+            # a linear layer's heads cannot be knocked out (the package refuses it too)
+            page.check("#live-mode-ablate")
+            page.click("#live-heads .live__head[data-layer='0'][data-head='0']")
+            assert "cannot be knocked out" in page.locator("#live-status").inner_text()
+            assert page.locator("#live-heads .live__head.is-ablated").count() == 0
+            # generating grows every layer's maps, the linear layers' included
+            page.check("#live-mode-view")
+            before = int(page.locator("#live-matrix").get_attribute("data-queries") or 0)
+            page.fill("#live-new-tokens", "4")
+            page.click("#live-generate")
+            page.wait_for_function(
+                "document.querySelector('#live-generate-timing').textContent.startsWith('4 tokens')"
+            )
+            page.wait_for_function(
+                f"Number(document.querySelector('#live-matrix').dataset.queries) === {before + 4}"
+            )
+            assert page.evaluate(PICTURE_JS)["type"] in {"linear_attention", "full_attention"}
     assert not errors, errors
     context.close()

@@ -62,7 +62,7 @@ def test_the_service_worker_isolates_the_explorer_and_threads_give_one_threads_n
     assert f", {expected} threads" in timing, timing
     single = new_context("light").new_page()  # service workers blocked: one thread
     single.goto(explorer_url(site_url, built_site))
-    assert "1 thread (the page is not cross-origin isolated)" in load_model(single)
+    assert "1 thread: the page is not cross-origin isolated" in load_model(single)
     assert single.evaluate("window.attnlabLive.info().threads") == 1
     one, many = single.evaluate(RUN_JS, IDS), threaded.evaluate(RUN_JS, IDS)
     assert one["logits"] == many["logits"]

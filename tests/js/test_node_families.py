@@ -76,7 +76,24 @@ def reference_cases(folder: Path) -> list[dict[str, object]]:
     cases.append(reference_case(scaled, "gemma3", 6, 13))
     qwen35 = write_qwen35_gguf(folder / "qwen35.gguf", seed=7)
     cases.append(reference_case(qwen35, "qwen35", 7, 11))
+    cases.append(reference_case(with_prediction_layer(qwen35), "qwen35", 7, 11))
     return cases
+
+
+def with_prediction_layer(path: Path) -> Path:
+    """``path`` with a multi-token-prediction block after its layers, as recent converters
+    write Qwen3.5: ``block_count`` counts it, ``nextn_predict_layers`` says it is one."""
+    from attnlab.llama import open_gguf
+    from tests.llama.gguf_variants import UINT32, Layout
+
+    blocks = int(open_gguf(path).metadata["qwen35.block_count"])
+    layout = Layout.parse(path.read_bytes())
+    layout.set("qwen35.block_count", UINT32, blocks + 1)
+    layout.set("qwen35.nextn_predict_layers", UINT32, 1)
+    layout.add(f"blk.{blocks}.nextn.eh_proj.weight", [128, 64], 0, bytes(128 * 64 * 4))
+    mtp = path.with_name("qwen35-mtp.gguf")
+    mtp.write_bytes(layout.build())
+    return mtp
 
 
 def frequency_cases() -> list[dict[str, object]]:

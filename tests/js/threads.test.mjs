@@ -40,11 +40,11 @@ const randomIds = (n, vocab, seed) => {
   return Array.from({ length: n }, () => next() % vocab);
 };
 
-test("shares are runs of whole 4-row tiles, the last one takes what is left", () => {
-  assert.deepEqual(threads.shareBounds(576, 2), [0, 288, 576]);
-  assert.deepEqual(threads.shareBounds(10, 3), [0, 4, 8, 10]);
-  assert.deepEqual(threads.shareBounds(3, 2), [0, 0, 3]);
-  assert.deepEqual(threads.shareBounds(49152, 3), [0, 16384, 32768, 49152]);
+test("chunks are whole 4-row tiles, four a thread", () => {
+  assert.equal(threads.chunkRows(576, 2), 72);
+  assert.equal(threads.chunkRows(1536, 2), 192);
+  assert.equal(threads.chunkRows(10, 3), 4); // the last chunk: the 2 rows left
+  assert.equal(threads.chunkRows(49152, 3), 4096);
 });
 
 test("SmolLM2 on 2 threads: the forward pass with every map, and greedy decoding, equal one thread's exactly", async () => {
@@ -90,7 +90,7 @@ test("threads that never answer leave the kernels on one thread, named so", asyn
   const kernels = new threads.ThreadedKernels(1024, { threads: 2, spawn: silent, startTimeoutMs: 50 });
   assert.equal(await kernels.startThreads(), 1);
   assert.equal(kernels.threads, 1);
-  assert.match(kernels.name, /, 1 thread \(the kernel threads did not start: no answer in 0\.05 s\)$/);
+  assert.match(kernels.name, /, 1 thread: the kernel threads did not start \(no answer in 0\.05 s\)$/);
 });
 
 test("outside a browser, newKernels gives one-thread WebAssembly kernels named as before", () => {

@@ -25,7 +25,7 @@ from attnlab.llama.families.gemma3 import gemma3_layer_types
 
 ROOT = Path(__file__).resolve().parents[2]
 FAMILY_DIR = ROOT / "src" / "attnlab" / "llama" / "families"
-KEY_TYPES = {"count", "number", "token_id", "string", "count_array"}
+KEY_TYPES = {"count", "natural", "number", "token_id", "string", "count_array"}
 
 
 def generator():  # type: ignore[no-untyped-def]

@@ -23,7 +23,7 @@ import torch
 pytest.importorskip("gguf", reason="the llm extra is not installed")
 transformers = pytest.importorskip("transformers", reason="the hf extra is not installed")
 
-from attnlab import GatedDeltaNet  # noqa: E402
+from attnlab import gated_delta_attention_matrix  # noqa: E402
 from attnlab.llama import GGUFError, load_gguf  # noqa: E402
 from attnlab.llama.families.gemma3 import gemma3_layer_types  # noqa: E402
 from attnlab.llama.families.qwen35 import untile_value_heads  # noqa: E402
@@ -151,34 +151,34 @@ def test_qwen35_file_equals_the_transformers_model_it_came_from(written: dict[st
     torch.testing.assert_close(attention[3], softmax, atol=1e-5, rtol=0)
 
 
-def test_qwen35_linear_layers_implicit_attention_equals_transformers_layer(
-    written: dict[str, Path],
+def test_qwen35_linear_layers_implicit_attention_equals_transformers_inputs(
+    written: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each Gated DeltaNet layer's matrix (B, Hv, T, T), value heads in transformers' order.
+    """Each Gated DeltaNet layer's matrix (B, Hv, T, T) is gated_delta_attention_matrix of
+    the q, k, g, beta transformers' layers hand their delta rule (captured), L2-normalised
+    as its kernel does, keys shared by consecutive value heads: value heads in its order."""
+    from transformers.models.qwen3_5 import modeling_qwen3_5 as hf_module
 
-    The reference runs transformers' ``Qwen3_5GatedDeltaNet`` (rebuilt with
-    ``GatedDeltaNet.from_hf``) on the same normalised input, captured by a hook.
-    """
-    model, _ = loaded(written["qwen35"])
-    hf = source("qwen35")
-    inputs: list[torch.Tensor] = []
-    hooks = [
-        layer.linear_attn.register_forward_pre_hook(
-            lambda _m, args, kwargs: inputs.append(
-                kwargs.get("hidden_states", args[0] if args else None)
-            ),
-            with_kwargs=True,
-        )
-        for layer in hf.model.layers[:3]
-    ]
+    captured: list[tuple[torch.Tensor, ...]] = []
+    rule = hf_module.torch_chunk_gated_delta_rule
+
+    def capture(query: Any, key: Any, value: Any, **kwargs: Any) -> Any:
+        captured.append((query, key, kwargs["g"], kwargs["beta"]))
+        return rule(query, key, value, **kwargs)
+
+    monkeypatch.setattr(hf_module, "torch_chunk_gated_delta_rule", capture)
     with torch.no_grad():
-        hf(IDS)
-    for hook in hooks:
-        hook.remove()
-    _, attention = model(IDS, return_attention=True)
-    for i in range(3):
-        rebuilt = GatedDeltaNet.from_hf(hf.model.layers[i].linear_attn)
-        _, expected = rebuilt(inputs[i], need_weights=True)
+        source("qwen35")(IDS)
+    _, attention = loaded(written["qwen35"])[0](IDS, return_attention=True)
+    assert len(captured) == 3
+    for i, (query, key, g, beta) in enumerate(captured):  # (B, T, H, D), (B, T, Hv)
+        q, k = (
+            (t * torch.rsqrt(t.pow(2).sum(-1, keepdim=True) + 1e-6)).transpose(1, 2)
+            for t in (query, key)
+        )  # (B, H, T, Dk)
+        r = g.shape[-1] // q.shape[1]
+        q, k = (t.repeat_interleave(r, dim=1) for t in (q, k))  # key head h: r value heads
+        expected = gated_delta_attention_matrix(q, k, g.transpose(1, 2), beta.transpose(1, 2))
         assert attention[i].shape == (2, 4, 11, 11)
         torch.testing.assert_close(attention[i], expected, atol=1e-5, rtol=1e-4)
 
@@ -255,3 +255,53 @@ def test_gemma3_without_a_window_has_only_global_layers(
     path.write_bytes(layout.build())
     model, _ = load_gguf(path)
     assert model.config.types() == ("full_attention",) * 7 and model.config.sliding_window is None
+
+
+def test_qwen35_prediction_layers_are_counted_and_not_read(
+    written: dict[str, Path], tmp_path: Path
+) -> None:
+    """``nextn_predict_layers`` 1 with block_count 5 and a block 4 of MTP tensors: the model's
+    four layers read, the fifth block left (llama.cpp: n_layer = block_count - nextn)."""
+    from tests.llama.gguf_variants import UINT32, Layout
+
+    layout = Layout.parse(written["qwen35"].read_bytes())
+    layout.set("qwen35.block_count", UINT32, 5).set("qwen35.nextn_predict_layers", UINT32, 1)
+    layout.add("blk.4.nextn.eh_proj.weight", [128, 64], 0, bytes(128 * 64 * 4))
+    layout.add("blk.4.attn_norm.weight", [64], 0, bytes(64 * 4))
+    path = tmp_path / "mtp.gguf"
+    path.write_bytes(layout.build())
+    model, _ = load_gguf(path)
+    assert model.config.num_layers == 4
+    assert torch.equal(model(IDS), loaded(written["qwen35"])[0](IDS))
+    layout.set("qwen35.nextn_predict_layers", UINT32, 5)
+    path.write_bytes(layout.build())
+    with pytest.raises(GGUFError, match=r"qwen35\.nextn_predict_layers \(5\) must be less than"):
+        load_gguf(path)
+
+
+@pytest.mark.parametrize(("num_layers", "scalar"), [(26, 256.0), (62, 32.0)])
+def test_gemma3_query_scale_follows_llama_cpps_rule(num_layers: int, scalar: float) -> None:
+    """No key holds query_pre_attn_scalar: key_length, but d_model / H for 62 layers (27B)."""
+    from attnlab.llama.families import gemma3
+
+    metadata: dict[str, Any] = {
+        "gemma3.block_count": num_layers,
+        "gemma3.context_length": 128,
+        "gemma3.embedding_length": 64,
+        "gemma3.feed_forward_length": 96,
+        "gemma3.attention.head_count": 2,
+        "gemma3.attention.head_count_kv": 1,
+        "gemma3.attention.key_length": 256,
+        "gemma3.attention.value_length": 256,
+        "gemma3.attention.layer_norm_rms_epsilon": 1e-6,
+        "gemma3.attention.sliding_window": 4,
+        "tokenizer.ggml.bos_token_id": 1,
+        "tokenizer.ggml.eos_token_id": 2,
+    }
+    tensors = {
+        f"blk.{i}.attn_q.weight": torch.empty(512, 64, device="meta") for i in range(num_layers)
+    }
+    tensors["token_embd.weight"] = torch.empty(40, 64, device="meta")
+    config = gemma3.config_from_gguf(metadata, tensors)
+    assert config.query_pre_attn_scalar == scalar
+    assert config.types().count("full_attention") == num_layers // 6

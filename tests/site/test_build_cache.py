@@ -6,10 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import hooks_importable
 
-hooks_importable()  # as MkDocs does while it imports a hook
-import build_cache  # noqa: E402
+from hooks import build_cache
 
 
 @pytest.fixture

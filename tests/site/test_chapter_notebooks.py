@@ -20,12 +20,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from support import DOCS, REPO_ROOT, hooks_importable, load_hook
+from support import DOCS, REPO_ROOT
 
-hooks_importable()
-from page_blocks import page_blocks  # noqa: E402
+from hooks import chapter_notebooks as hook
+from hooks.page_blocks import page_blocks
 
-hook = load_hook("chapter_notebooks")
 CHAPTERS = sorted(
     path for path in DOCS.rglob("*.md") if hook.is_chapter(path.relative_to(DOCS).as_posix())
 )

@@ -19,19 +19,15 @@ from __future__ import annotations
 import ast
 import codeop
 import re
-import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support import REPO_ROOT, hooks_importable
+from support import REPO_ROOT
+from update_outputs import update_text
 
-hooks_importable()
-sys.path.insert(0, str(REPO_ROOT / "scripts"))
-
-from page_blocks import OUTPUT_MARKER, PageBlock, page_blocks  # noqa: E402
-from update_outputs import update_text  # noqa: E402
+from hooks.page_blocks import OUTPUT_MARKER, PageBlock, page_blocks
 
 PYTHON_ALIASES = {"py", "py3", "python2", "python3", "pycon", "pyi", "ipython", "ipython3"}
 SHELLS = {"sh", "bash", "shell", "zsh"}

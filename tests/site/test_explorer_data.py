@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from support import load_hook
 
 from attnlab import examples
+from hooks import explorer_data as explorer  # hooks/explorer_data.py: site code, not the package
 
-explorer = load_hook("explorer_data")  # hooks/explorer_data.py: site code, not the package
 DECIMALS, TEMPERATURES = explorer.DECIMALS, explorer.TEMPERATURES
 explorer_data = explorer.explorer_data
 explorer_sentences = explorer.explorer_sentences

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from matplotlib.figure import Figure
-from support import HOOKS, load_hook
+from support import HOOKS
 
-figures_hook = load_hook("figures")  # imports every hooks/figures_*.py module
-import figure_registry  # noqa: E402  (the module the hook and the figure modules share)
+from hooks import figure_registry  # the module the hook and the figure modules share
+from hooks import figures as figures_hook  # imports every hooks/figures_*.py module
 
 
 @pytest.fixture
@@ -30,8 +30,8 @@ def _blank() -> Figure:
 def test_hook_and_figure_modules_share_one_registry() -> None:
     assert figures_hook.FIGURES is figure_registry.FIGURES
     assert figures_hook.DIAGRAMS is figure_registry.DIAGRAMS
-    modules = {Path(p).stem for p in figure_registry.figure_modules()}
-    assert {"figures_foundations", "figures_transformer", "figures_efficient"} <= modules
+    modules = {f"hooks.{Path(p).stem}" for p in figure_registry.figure_modules()}
+    assert {"hooks.figures_foundations", "hooks.figures_efficient"} <= modules
     origins = {entry.build.__module__ for entry in figure_registry._REGISTRY.values()}
     assert origins <= modules, "every figure comes from a hooks/figures_*.py module"
 
@@ -84,7 +84,7 @@ def test_loading_reads_the_modules_afresh(registry: dict[str, object], tmp_path:
     """A module's figures appear when it is added, and go when it is removed."""
     module = tmp_path / "figures_extra.py"
     module.write_text(
-        "from figure_registry import figure\n"
+        "from hooks.figure_registry import figure\n"
         "from matplotlib.figure import Figure\n\n\n"
         '@figure("extra-one", diagram=True)\n'
         "def extra_one() -> Figure:\n"

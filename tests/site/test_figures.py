@@ -16,13 +16,13 @@ import pytest
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from mkdocs.exceptions import PluginError
-from support import DOCS, built_page, load_hook, main_line_steps
+from support import DOCS, built_page, main_line_steps
 
 import attnlab
 from attnlab import examples
+from hooks import diagrams
+from hooks import figures as hook
 
-hook = load_hook("figures")
-diagrams = load_hook("diagrams")
 NAMES = sorted(hook.FIGURES)
 # The SVGs come from the hook's memo (``rendered``), which is what the site build
 # writes: each figure is drawn once per source version, by whichever process of a

@@ -7,15 +7,16 @@ the element mask, and the counts written under the panels against the page's tab
 
 from __future__ import annotations
 
+import importlib
+
 import matplotlib.style
 import torch
-from support import load_hook
 
-hook = load_hook("figures")
+from hooks import figures as hook
 
 
 def _flex() -> object:
-    return __import__("figures_flex")  # loaded by the figures hook
+    return importlib.import_module("hooks.figures_flex")  # loaded by the figures hook
 
 
 def test_block_kinds_are_the_block_masks_lists_and_agree_with_the_element_mask() -> None:

@@ -9,11 +9,9 @@ from __future__ import annotations
 import matplotlib.style
 import pytest
 import torch
-from support import load_hook
 
 from attnlab import examples
-
-hook = load_hook("figures")
+from hooks import figures as hook
 
 
 def _texts(name: str) -> list[str]:

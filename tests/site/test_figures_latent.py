@@ -7,11 +7,12 @@ the layer's cache or kernel inputs (or in transformers' defaults) shows up on th
 
 from __future__ import annotations
 
+import importlib
+
 import matplotlib.style
 import pytest
-from support import load_hook
 
-hook = load_hook("figures")
+from hooks import figures as hook
 
 
 def test_latent_attention_shows_what_deepseek_v3_caches_and_attends_over() -> None:
@@ -22,7 +23,7 @@ def test_latent_attention_shows_what_deepseek_v3_caches_and_attends_over() -> No
         fig = hook.FIGURES["latent-attention"]()
     texts = " | ".join(text.get_text() for ax in fig.axes for text in ax.texts)
     assert (r, Dr, H) == (512, 64, 128)
-    sizes = __import__("figures_latent").DEEPSEEK_V3  # the hook's constants
+    sizes = importlib.import_module("hooks.figures_latent").DEEPSEEK_V3  # the hook's constants
     assert {name: getattr(c, name) for name in sizes} == sizes  # = transformers' defaults
     assert f"cached: {r} + {Dr}\n= {r + Dr} numbers" in texts
     assert f"keys {H} × {c.qk_nope_head_dim + Dr}" in texts  # naive: every head's keys

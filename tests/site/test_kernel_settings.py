@@ -8,7 +8,6 @@ from pathlib import Path
 import kernel_settings
 import pytest
 import torch
-from support import DOCS, REPO_ROOT
 
 
 def test_this_process_runs_the_kernels_its_worker_was_given() -> None:
@@ -48,19 +47,3 @@ def test_the_other_setting_fits_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None
     assert kernel_settings.other_setting() == expected
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")  # the run chose: no second setting
     assert kernel_settings.other_setting() == {}
-
-
-def test_the_pages_split_into_two_halves_that_swap() -> None:
-    pages = [path.relative_to(REPO_ROOT).as_posix() for path in sorted(DOCS.rglob("*.md"))]
-    halves = [{p for p in pages if kernel_settings.on_other_side(p, half)} for half in (0, 1)]
-    assert halves[0] | halves[1] == set(pages)
-    assert not halves[0] & halves[1]
-    assert min(len(h) for h in halves) > len(pages) // 4  # neither side idles
-    assert kernel_settings.is_page("docs/llm/kv-cache.md::line 141@transformers")
-    assert not kernel_settings.is_page("tests/unit/test_flash.py::test_x")
-
-
-def test_a_chosen_half_wins_over_the_day(monkeypatch: pytest.MonkeyPatch) -> None:
-    for half in (0, 1):
-        monkeypatch.setenv(kernel_settings.HALF_VARIABLE, str(half))
-        assert kernel_settings.pages_half() == half

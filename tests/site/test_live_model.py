@@ -7,11 +7,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from support import load_hook
-
 from attnlab.llama import smollm2_path
-
-live_model = load_hook("live_model")
+from hooks import live_model
 
 
 def _page(src_uri: str, url: str) -> Any:
@@ -44,10 +41,13 @@ def test_only_the_explorer_page_loads_the_live_scripts() -> None:
     assert 'data-live-model="../assets/models/SmolLM2-135M-Instruct.Q4_1.gguf"' in as_folder
     assert 'data-live-bytes="98362432"' in as_folder
     assert 'href="../assets/stylesheets/live.css"' in as_folder
+    # the service worker that makes the page cross-origin isolated (threads), at the root
+    assert '<script src="../coi-serviceworker.js"></script>' in as_folder
     as_file = live_model.on_page_content(
         html, _page("explorer.md", "explorer.html"), _config(), None
     )
     assert '<script type="module" src="assets/javascripts/live/ui/main.js"' in as_file
+    assert '<script src="coi-serviceworker.js"></script>' in as_file
 
 
 def test_the_models_url_is_one_setting() -> None:
@@ -78,6 +78,9 @@ def test_the_recorded_live_benchmark_is_a_full_run_shown_on_the_page() -> None:
             f"| {run['browser_ms']:.0f} ms | {run['torch_ms']:.0f} ms | {run['ratio']:.2f}× |"
             in markdown
         )
+        # and on the page's kernel threads (scripts/live_bench.py's isolated page)
+        threaded = f"| {run['browser_threads_ms']:.0f} ms | {run['threads_ratio']:.2f}× |"
+        assert results["threads"] >= 2 and threaded in markdown
     assert f"| {results['load_from_cache_ms']:.0f} ms " in markdown
     assert [run["context"] for run in results["decode"]] == [32, 128, 512]
     for run in results["decode"]:

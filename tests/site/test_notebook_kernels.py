@@ -14,19 +14,16 @@ import subprocess
 import sys
 
 import pytest
-from support import HOOKS, REPO_ROOT, load_hook
+from support import HOOKS, REPO_ROOT
 
-notebook_pages = load_hook("notebook_pages")
+from hooks import notebook_pages
 
 RUN_ONE_CELL = """
-import sys
-
-sys.path.insert(0, sys.argv[1])
 import nbformat
 from nbconvert.nbconvertapp import NbConvertApp
 from nbconvert.preprocessors import ExecutePreprocessor
 
-import notebook_pages
+from hooks import notebook_pages
 
 notebook_pages.encrypted_kernels()
 app = NbConvertApp()
@@ -59,7 +56,7 @@ def test_a_kernel_runs_without_the_tcp_warning() -> None:
     """One cell in a real kernel, started as mkdocs-jupyter starts it: no warning."""
     env = {k: v for k, v in os.environ.items() if k != "JUPYTER_CONFIG_PATH"}
     result = subprocess.run(
-        [sys.executable, "-c", RUN_ONE_CELL, str(HOOKS)],
+        [sys.executable, "-c", RUN_ONE_CELL],
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,

@@ -14,9 +14,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from support import DOCS, built_page, load_hook, main_line_steps
+from support import DOCS, built_page, main_line_steps
 
-roadmap = load_hook("roadmap")
+from hooks import roadmap
 
 #: The path as issues 22 and 39 name it (the nav's own titles): the first pass, then the
 #: deeper track, then the rest.

@@ -12,7 +12,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from support import REPO_ROOT, load_hook
+from support import REPO_ROOT
+
+from hooks import notebook_pages
 
 EXTERNAL = re.compile(r"^\s*(?:https?:)?//", re.IGNORECASE)
 # A <link> whose every rel is one of these is a plain reference, never fetched, and may
@@ -20,7 +22,6 @@ EXTERNAL = re.compile(r"^\s*(?:https?:)?//", re.IGNORECASE)
 # an unknown or missing rel) counts as loading from where it points.
 REFERENCE_RELS = {"canonical", "alternate", "author", "license", "help", "next", "prev"}
 NOTEBOOKS = sorted((REPO_ROOT / "docs" / "notebooks").glob("*.py"))
-notebook_pages = load_hook("notebook_pages")
 CSS_URL = re.compile(r"""url\(\s*['"]?([^'")\s]+)""", re.IGNORECASE)
 # `@import url(...)` is caught by CSS_URL; this catches the bare-string form.
 CSS_IMPORT = re.compile(r"""@import\s+['"]([^'"]+)""", re.IGNORECASE)

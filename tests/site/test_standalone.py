@@ -36,14 +36,13 @@ from pathlib import Path
 import fresh_venv
 import nbformat
 import pytest
-from support import REPO_ROOT, load_hook
+from support import REPO_ROOT
 
 from attnlab.bench import RESULT_NAMES
+from hooks import chapter_notebooks as hook
 
 CHAPTER = REPO_ROOT / "docs" / "transformer" / "causal-attention.md"
 PACKAGE = "attention-step-by-step"
-
-hook = load_hook("chapter_notebooks")
 
 EXECUTE = """
 import sys

@@ -138,20 +138,19 @@ function range(id, max, value) {
  * @param {string} forId
  * @param {string} label
  * @param {Node[]} controls
- * @param {string} [extraClass]
  */
-const control = (forId, label, controls, extraClass = "") =>
-  el("div", { className: "attn-explorer__control" + extraClass }, [el("label", { for: forId, text: label }), ...controls]);
+const control = (forId, label, controls) =>
+  el("div", { className: "attn-explorer__control" }, [el("label", { for: forId, text: label }), ...controls]);
 
 /**
  * The token buttons' row, the selected one pressed.
  * @param {HTMLElement} box
  * @param {string[]} words
- * @param {number} selected
- * @param {(index: number) => Attributes} [extra]  more attributes for button `index`
+ * @param {{selected: number, extra?: (index: number) => Attributes}} options  the pressed
+ *   button; more attributes for button `index`
  * @returns {HTMLElement[]} the buttons
  */
-function tokenButtons(box, words, selected, extra) {
+function tokenButtons(box, words, { selected, extra }) {
   box.textContent = "";
   return words.map((word, i) => {
     const attrs = { type: "button", className: "attn-explorer__token", "aria-pressed": String(i === selected), text: word };
@@ -213,9 +212,10 @@ function build(root, data) {
     const scale = state.scaled ? "1/\u221A" + sentence.d_k : "1";
     info.textContent = `${sentence.description}. Weights = softmax(scores \u00D7 ${scale} / ${temps[state.temp]})` +
       (state.causal ? ", later tokens masked." : ".");
-    tokenButtons(tokens, sentence.words, state.query, (i) => ({
-      "data-index": String(i), tabindex: i === state.query ? "0" : "-1",
-    }));
+    tokenButtons(tokens, sentence.words, {
+      selected: state.query,
+      extra: (i) => ({ "data-index": String(i), tabindex: i === state.query ? "0" : "-1" }),
+    });
     // the token counted from zero, as in the code
     caption.textContent = `Where \u201C${sentence.words[state.query]}\u201D (token ${state.query}) attends`;
     bars.textContent = "";
@@ -300,7 +300,8 @@ function buildRecall(root, data) {
   function render() {
     const sequence = recall.sequences[state.sequence];
     const q = sequence.questions[state.question];
-    const buttons = tokenButtons(questions, sequence.questions.map((question) => question.key + "?"), state.question);
+    const keys = sequence.questions.map((question) => question.key + "?");
+    const buttons = tokenButtons(questions, keys, { selected: state.question });
     buttons.forEach((button, i) => button.addEventListener("click", () => { state.question = i; render(); }));
     out.textContent = "";
     for (const [name, weights, answer] of /** @type {[string, number[], string][]} */ ([
@@ -368,7 +369,7 @@ function buildLlm(root, data) {
     headOut.textContent = String(state.head);
     layer.setAttribute("aria-valuetext", "layer " + state.layer);
     head.setAttribute("aria-valuetext", "head " + state.head);
-    const buttons = tokenButtons(tokens, words, state.query);
+    const buttons = tokenButtons(tokens, words, { selected: state.query });
     buttons.forEach((button, i) => button.addEventListener("click", () => { state.query = i; render(); }));
     caption.textContent = `Layer ${state.layer}, head ${state.head}: where \u201C${words[state.query].trim()}\u201D ` +
       `(token ${state.query}) attends`;

@@ -29,6 +29,7 @@ from ..gated_deltanet import GatedDeltaNet, GatedDeltaNetCache
 from ..gqa import GroupedQueryAttention
 from ..kv_cache import Cache, KVCache
 from ..layer_parts import PartialRotary
+from ..positions import Positions
 from ..rotary import RotaryEmbedding
 from .config import LlamaConfig
 
@@ -111,26 +112,40 @@ class LayerParts:
     post_ffn_norm: RMSNorm | None = None
 
     @staticmethod
-    def llama(config: LlamaConfig, rotary: RotaryEmbedding | None = None) -> LayerParts:
-        """A Llama layer: RMSNorm, grouped-query attention (no biases), RMSNorm, SwiGLU."""
+    def llama(
+        config: LlamaConfig,
+        rotary: Positions | None = None,
+        *,
+        kind: str | None = None,
+        bias: bool = False,
+        qk_norm: bool = False,
+    ) -> LayerParts:
+        """A Llama-layout layer: RMSNorm, grouped-query attention, RMSNorm, SwiGLU.
+
+        Args:
+            config: The sizes.
+            rotary: The positions part (default: a rotary of ``rope_theta`` of its own).
+            kind: The layer's type; a ``"sliding_attention"`` layer sees its last
+                ``sliding_window`` positions (default: the config's uniform kind).
+            bias: Biases on the query, key and value projections (Qwen2).
+            qk_norm: An RMSNorm over each query and key head (Qwen3).
+        """
         c = config
-        rotary = RotaryEmbedding(c.head_dim, c.rope_theta) if rotary is None else rotary
+        kind = c.types()[0] if kind is None else kind
         attn = GroupedQueryAttention(
             c.d_model,
             c.num_heads,
             c.num_kv_heads,
             c.head_dim,
-            window=c.sliding_window,
-            positions=rotary,
+            bias=bias,
+            window=c.sliding_window if kind == "sliding_attention" else None,
+            positions=RotaryEmbedding(c.head_dim, c.rope_theta) if rotary is None else rotary,
             out_bias=False,
+            q_norm=RMSNorm(c.head_dim, c.rms_eps) if qk_norm else None,
+            k_norm=RMSNorm(c.head_dim, c.rms_eps) if qk_norm else None,
         )
-        return LayerParts(
-            "full_attention" if c.sliding_window is None else "sliding_attention",
-            RMSNorm(c.d_model, c.rms_eps),
-            attn,
-            RMSNorm(c.d_model, c.rms_eps),
-            SwiGLU(c.d_model, c.ffn_dim),
-        )
+        norms = RMSNorm(c.d_model, c.rms_eps), RMSNorm(c.d_model, c.rms_eps)
+        return LayerParts(kind, norms[0], attn, norms[1], SwiGLU(c.d_model, c.ffn_dim))
 
 
 class BlockOutput(NamedTuple):

@@ -5,8 +5,8 @@ most matrices in 4-bit ``Q4_1`` blocks, the embeddings in 8-bit ``Q8_0``). The p
 checks the whole file first (``gguf_file``: the header, field by field; the family: the
 config and every tensor's shape), then the ``gguf`` library dequantises each tensor to
 float32 and a tensor holding NaN or infinity is refused by name; nothing is downloaded, and
-``transformers`` is not imported. The family modules (``attnlab.llama.families``) alone
-know the tensor names.
+``transformers`` is not imported. The family descriptions (``attnlab/llama/families/*.json``)
+alone know the tensor names and metadata keys.
 """
 
 from __future__ import annotations
@@ -155,9 +155,11 @@ def load_gguf(path: Path | str) -> tuple[LlamaModel, Tokenizer]:
     """A GGUF file's model on attnlab's attention (eval mode, no gradients), and its tokenizer.
 
     ``general.architecture`` ``llama`` (SmolLM2, TinyLlama, Llama 3.x), ``qwen2`` (Qwen2,
-    Qwen2.5) or ``qwen3``, tensors of the ``SUPPORTED_TYPES``; the tokenizer byte-level
-    BPE with the file's pre-tokeniser, or SentencePiece. The file is checked whole
-    first ([`read_gguf`][attnlab.llama.read_gguf]).
+    Qwen2.5), ``qwen3``, ``gemma3`` or ``qwen35`` (Qwen3.5's Gated DeltaNet hybrid),
+    tensors of the ``SUPPORTED_TYPES``; the tokenizer byte-level BPE with the file's
+    pre-tokeniser, or SentencePiece. Each metadata key is read as the family's description
+    says (a rotary scaling applied or refused by name, never ignored). The file is checked
+    whole first ([`read_gguf`][attnlab.llama.read_gguf]).
 
     Args:
         path: The ``.gguf`` file.

@@ -1,10 +1,10 @@
 // @ts-check
 // A kernel thread (threads.js starts it as a module Worker from the engine's Worker):
-// one message gives it the shared WebAssembly memory, the compiled module and its slot
-// of the shared control buffer; from then on it waits (Atomics.wait) for a job number
-// in its slot, runs the job on its own instance of the module over the same memory,
-// and says it is done (Atomics.notify). It posts nothing back.
-import { DONE, FAILED, OP_STOP, READY, SEQ, SLOT_BYTES, argsAt, runJob } from "./thread-jobs.js";
+// one message gives it the shared WebAssembly memory, the compiled module, the shared
+// control buffer and its number; from then on it sleeps (Atomics.wait) until a job is
+// posted, takes chunks of it on its own instance of the module over the same memory
+// until none is left (thread-jobs.js), and sleeps again. It posts nothing back.
+import { READY, SEQ, STOP, takeChunks } from "./thread-jobs.js";
 
 /**
  * What the thread is sent once.
@@ -12,36 +12,27 @@ import { DONE, FAILED, OP_STOP, READY, SEQ, SLOT_BYTES, argsAt, runJob } from ".
  * @property {WebAssembly.Memory} memory shared
  * @property {WebAssembly.Module} module compiled for a shared memory
  * @property {SharedArrayBuffer} control
- * @property {number} slot this thread's slot of the control buffer
+ * @property {number} thread this thread's number (1 ..)
  */
 
 /**
- * Serve jobs until the stop job (a worker's script calls this with its first message;
- * tests/js calls it from a Node worker thread).
+ * Take jobs' chunks until told to stop (a worker's script calls this with its first
+ * message; tests/js calls it from a Node worker thread).
  * @param {ThreadStart} start
  */
-export function serve({ memory, module, control, slot }) {
+export function serve({ memory, module, control, thread }) {
   const instance = new WebAssembly.Instance(module, { env: { memory } });
   const kernels = /** @type {import("./thread-jobs.js").JobExports} */ (/** @type {unknown} */ (instance.exports));
-  const i32 = new Int32Array(control);
-  const f64 = new Float64Array(control);
-  const base = (slot * SLOT_BYTES) / 4;
-  Atomics.store(i32, base + READY, 1);
-  Atomics.notify(i32, base + READY);
-  let seen = Atomics.load(i32, base + SEQ);
+  const shared = { i32: new Int32Array(control), f64: new Float64Array(control) };
+  const { i32 } = shared;
+  let seen = Atomics.load(i32, SEQ);
+  Atomics.store(i32, READY + thread, 1);
+  Atomics.notify(i32, READY + thread);
   for (;;) {
-    Atomics.wait(i32, base + SEQ, seen);
-    const seq = Atomics.load(i32, base + SEQ);
-    if (seq === seen) continue;
-    seen = seq;
-    if (f64[argsAt(slot)] === OP_STOP) return;
-    try {
-      runJob(kernels, f64, slot);
-    } catch {
-      Atomics.store(i32, base + FAILED, 1);
-    }
-    Atomics.store(i32, base + DONE, seq);
-    Atomics.notify(i32, base + DONE);
+    Atomics.wait(i32, SEQ, seen);
+    if (Atomics.load(i32, STOP)) return;
+    seen = Atomics.load(i32, SEQ);
+    takeChunks(kernels, shared);
   }
 }
 

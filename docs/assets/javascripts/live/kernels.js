@@ -14,6 +14,7 @@ const FUSED = new Set(["Q4_1", "Q8_0"]); // the types matvec reads
 /** @param {number} n @param {number} to @returns {number} n rounded up to a multiple of to */
 const align = (n, to) => Math.ceil(n / to) * to;
 const NO_WINDOW = 0x3fffffff; // softmax_rows' window that keeps every key
+const SHARED_WORKSPACE_PAGES = 16384; // a shared memory's room for the workspace: 1 GiB
 
 /** @typedef {import("./gguf.js").Tensor} Tensor */
 /** @typedef {import("./jskernels.js").LinearWeight} LinearWeight */
@@ -56,7 +57,8 @@ export class WasmKernels {
     this.name = "WebAssembly SIMD";
     this.fileLength = fileLength;
     const initial = Math.ceil(fileLength / PAGE);
-    this.memory = new WebAssembly.Memory(shared ? { initial, maximum: MAX_PAGES, shared } : { initial });
+    const maximum = Math.min(MAX_PAGES, initial + SHARED_WORKSPACE_PAGES); // a shared memory must say
+    this.memory = new WebAssembly.Memory(shared ? { initial, maximum, shared } : { initial });
     this.relaxed = relaxed && relaxedSupported();
     if (this.relaxed) this.name = "WebAssembly SIMD, relaxed multiply-add";
     this.module = new WebAssembly.Module(moduleBytes(this.relaxed, shared));

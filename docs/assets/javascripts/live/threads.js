@@ -2,12 +2,13 @@
 // More cores for the WebAssembly kernels. ThreadedKernels is kernels.js's WasmKernels on
 // a shared WebAssembly.Memory, with kernel threads (kernel-thread.js, one module Worker
 // each) that run their own instance of the same module over that memory. A product is
-// split by output rows: for many tokens, each thread dequantises its share of the
-// weight's rows and multiplies every token by them; for one token (decoding, the
-// logits), each thread takes its rows of the fused product. Every output value is then
-// the same arithmetic as on one thread: rows are split, sums never are. The engine's
-// thread computes the first share itself and waits (Atomics.wait) for the others; the
-// jobs travel as numbers in a shared control buffer (thread-jobs.js).
+// split by output rows into chunks (a few a thread), which the threads and the engine's
+// own take as they come free (thread-jobs.js: a busy machine that wakes one thread late
+// then slows nothing). For many tokens, a chunk's rows are dequantised by the thread that
+// multiplies every token by them; for one token (the logits), a chunk is its rows of the
+// fused product. Every output value is the same arithmetic as on one thread, bit for
+// bit: rows are split, sums never are. The jobs travel as numbers in a shared control
+// buffer; the engine's thread waits (Atomics.wait) for the chunks others took.
 //
 // Threads need a SharedArrayBuffer, which a browser gives a cross-origin-isolated page
 // only; a static site becomes one through a service worker that adds the COOP/COEP
@@ -16,16 +17,17 @@
 import { WasmKernels } from "./kernels.js";
 import { moduleBytes } from "./wasm-module.js";
 import {
-  DEQUANT_NONE, DEQUANT_Q4_1, DEQUANT_Q8_0, DONE, FAILED, OP_MATMUL, OP_MATVEC, OP_STOP, SEQ, SLOT_BYTES,
-  READY, runJob, writeJob,
+  CONTROL_BYTES, DEQUANT_NONE, DEQUANT_Q4_1, DEQUANT_Q8_0, DONE, FAILED, MAX_THREADS as MOST, OP_MATMUL, OP_MATVEC,
+  READY, SEQ, STOP, postJob, takeChunks,
 } from "./thread-jobs.js";
 
-export const MAX_THREADS = 8;
+export const MAX_THREADS = Math.min(8, MOST);
 const MIN_SPLIT = 1 << 16; // multiply-adds below which a product stays on one thread (default)
 const VECTOR_MIN_SPLIT = 1 << 20; // the same for one token's product (default: the logits, not a layer's)
+const CHUNKS_PER_THREAD = 4; // a product's chunks: enough that a slow thread's share is taken by the others
 const START_TIMEOUT_MS = 10000; // (default)
-const SPINS = 2000; // loads of a thread's "done" word before the engine's thread sleeps on it
-const SLOT_INTS = SLOT_BYTES / 4;
+const SPINS = 2000; // loads of the "done" word before the engine's thread sleeps on it
+const ANSWER_TIMEOUT_MS = 60000; // a chunk not done in a minute: its thread is gone
 /** @type {Record<string, number>} */
 const QUANT = { Q4_1: DEQUANT_Q4_1, Q8_0: DEQUANT_Q8_0 }; // the types a thread dequantises itself
 
@@ -79,10 +81,16 @@ export function threadsUnavailable() {
  */
 export function newKernels(fileLength) {
   if (typeof globalThis.crossOriginIsolated === "undefined") return new WasmKernels(fileLength);
-  const why = threadsUnavailable();
-  if (why === null) return new ThreadedKernels(fileLength, { threads: Math.min(MAX_THREADS, navigator.hardwareConcurrency) });
+  let why = threadsUnavailable();
+  if (why === null) {
+    try {
+      return new ThreadedKernels(fileLength, { threads: Math.min(MAX_THREADS, navigator.hardwareConcurrency) });
+    } catch (error) { // e.g. no room to reserve a shared memory's maximum (a 32-bit browser)
+      why = `no shared memory: ${error instanceof Error ? error.message : String(error)}`;
+    }
+  }
   const kernels = new WasmKernels(fileLength);
-  kernels.name += `, 1 thread (${why})`;
+  kernels.name += `, 1 thread: ${why}`;
   return kernels;
 }
 
@@ -97,17 +105,14 @@ export async function startThreads(kernels) {
 }
 
 /**
- * Share boundaries: `rows` split into `parts` runs, each a multiple of 4 rows (matmul's
- * tile) but the last.
+ * The rows of one chunk of a product of `rows` rows on `threads` threads: a multiple of 4
+ * (matmul's tile), CHUNKS_PER_THREAD chunks a thread.
  * @param {number} rows
- * @param {number} parts
- * @returns {number[]} parts + 1 row numbers, from 0 to rows
+ * @param {number} threads
+ * @returns {number}
  */
-export function shareBounds(rows, parts) {
-  const bounds = [0];
-  for (let p = 1; p < parts; p++) bounds.push(Math.min(rows, Math.round((rows * p) / parts / 4) * 4));
-  bounds.push(rows);
-  return bounds;
+export function chunkRows(rows, threads) {
+  return Math.max(4, Math.ceil(rows / (threads * CHUNKS_PER_THREAD) / 4) * 4);
 }
 
 /** WasmKernels whose products are split by rows across kernel threads. */
@@ -123,15 +128,14 @@ export class ThreadedKernels extends WasmKernels {
     this.vectorMinSplit = vectorMinSplit;
     this.startTimeoutMs = startTimeoutMs;
     this.baseName = this.name;
-    this.wanted = Math.max(1, Math.floor(threads));
+    this.wanted = Math.min(MOST, Math.max(1, Math.floor(threads)));
     this.spawn = spawn;
     this.threads = 1; // computing now: the engine's own, until startThreads
     /** @type {ThreadWorker[]} */
     this.workers = [];
-    this.control = new SharedArrayBuffer(SLOT_BYTES * this.wanted);
-    this.i32 = new Int32Array(this.control);
-    this.f64 = new Float64Array(this.control);
-    this.name = `${this.baseName}, 1 thread (the kernel threads are not started)`;
+    this.control = new SharedArrayBuffer(CONTROL_BYTES);
+    this.shared = { i32: new Int32Array(this.control), f64: new Float64Array(this.control) };
+    this.name = `${this.baseName}, 1 thread: the kernel threads are not started`;
   }
 
   /**
@@ -144,14 +148,15 @@ export class ThreadedKernels extends WasmKernels {
       if (this.wanted < 2) this.name = `${this.baseName}, 1 thread`;
       return this.threads;
     }
+    const { i32 } = this.shared;
     try {
-      for (let slot = 1; slot < this.wanted; slot++) {
+      for (let thread = 1; thread < this.wanted; thread++) {
         const worker = this.spawn();
         this.workers.push(worker);
-        worker.postMessage({ memory: this.memory, module: this.module, control: this.control, slot });
+        worker.postMessage({ memory: this.memory, module: this.module, control: this.control, thread });
       }
       const deadline = performance.now() + this.startTimeoutMs;
-      const ready = () => this.workers.every((_, i) => Atomics.load(this.i32, (i + 1) * SLOT_INTS + READY) === 1);
+      const ready = () => this.workers.every((_, i) => Atomics.load(i32, READY + i + 1) === 1);
       while (!ready()) {
         if (performance.now() > deadline) throw new Error(`no answer in ${this.startTimeoutMs / 1000} s`);
         await new Promise((resolve) => setTimeout(resolve, 5));
@@ -159,7 +164,7 @@ export class ThreadedKernels extends WasmKernels {
     } catch (error) {
       this.stopThreads();
       const why = error instanceof Error ? error.message : String(error);
-      this.name = `${this.baseName}, 1 thread (the kernel threads did not start: ${why})`;
+      this.name = `${this.baseName}, 1 thread: the kernel threads did not start (${why})`;
       return 1;
     }
     this.threads = this.wanted;
@@ -169,54 +174,33 @@ export class ThreadedKernels extends WasmKernels {
 
   /** Stop the kernel threads (the memory stays usable on one thread). */
   stopThreads() {
-    this.workers.forEach((worker, i) => {
-      this.post(i + 1, [OP_STOP]);
-      worker.terminate();
-    });
+    const { i32 } = this.shared;
+    Atomics.store(i32, STOP, 1);
+    Atomics.add(i32, SEQ, 1);
+    Atomics.notify(i32, SEQ);
+    this.workers.forEach((worker) => worker.terminate());
     this.workers = [];
     this.threads = 1;
   }
 
   /**
-   * Post a job to thread `slot`.
-   * @param {number} slot
-   * @param {number[]} job
-   * @returns {number} the job's number, which the thread's "done" word reaches when done
+   * Post a job, take its chunks here too, and return once every chunk is done.
+   * @param {number[]} job see thread-jobs.js's OP_MATMUL and OP_MATVEC
    */
-  post(slot, job) {
-    writeJob(this.f64, slot, job);
-    const seq = Atomics.add(this.i32, slot * SLOT_INTS + SEQ, 1) + 1;
-    Atomics.notify(this.i32, slot * SLOT_INTS + SEQ);
-    return seq;
-  }
-
-  /**
-   * Run jobs[0] here and jobs[1..] on the kernel threads; return when all are done.
-   * @param {number[][]} jobs
-   */
-  runShares(jobs) {
-    /** @type {number[]} */
-    const seqs = jobs.map((job, p) => (p === 0 ? 0 : this.post(p, job)));
-    writeJob(this.f64, 0, jobs[0]);
-    runJob(this.exports, this.f64, 0);
-    for (let p = 1; p < jobs.length; p++) {
-      const at = p * SLOT_INTS + DONE;
-      for (let spins = 0; ; spins++) {
-        const done = Atomics.load(this.i32, at);
-        if (done === seqs[p]) break;
-        if (spins > SPINS) Atomics.wait(this.i32, at, done, 1000);
-      }
-      if (Atomics.load(this.i32, p * SLOT_INTS + FAILED)) throw new Error(`kernel thread ${p} failed a job`);
+  runJob(job) {
+    const { i32 } = this.shared;
+    const chunks = postJob(this.shared, job);
+    takeChunks(this.exports, this.shared);
+    let since = 0; // when this thread began to sleep on the chunks the kernel threads took
+    for (let spins = 0; ; spins++) {
+      const done = Atomics.load(i32, DONE);
+      if (done === chunks) break;
+      if (spins < SPINS) continue;
+      since ||= performance.now();
+      if (performance.now() - since > ANSWER_TIMEOUT_MS) throw new Error(`a kernel thread did not answer in ${ANSWER_TIMEOUT_MS / 1000} s`);
+      Atomics.wait(i32, DONE, done, 1000);
     }
-  }
-
-  /**
-   * Into how many shares a product of `work` multiply-adds goes.
-   * @param {number} work
-   * @returns {number}
-   */
-  partsFor(work) {
-    return work < this.minSplit ? 1 : this.threads;
+    if (Atomics.exchange(i32, FAILED, 0)) throw new Error("a chunk of a product failed in WebAssembly");
   }
 
   /**
@@ -230,8 +214,7 @@ export class ThreadedKernels extends WasmKernels {
    */
   matvec(tensor, vector, start, rows) {
     const cols = tensor.cols;
-    const parts = rows * cols < this.vectorMinSplit ? 1 : this.threads;
-    if (parts < 2) return super.matvec(tensor, vector, start, rows);
+    if (this.threads < 2 || rows * cols < this.vectorMinSplit) return super.matvec(tensor, vector, start, rows);
     const blocks = cols / 32;
     this.f32.set(vector.subarray(0, cols), this.xAt / 4);
     const xsum = this.f32.subarray(this.xsumAt / 4, this.xsumAt / 4 + blocks);
@@ -240,16 +223,9 @@ export class ThreadedKernels extends WasmKernels {
       for (let j = 0; j < 32; j++) sum += vector[b * 32 + j];
       xsum[b] = sum;
     }
-    const bounds = shareBounds(rows, parts);
-    /** @type {number[][]} */
-    const jobs = [];
-    for (let p = 0; p < parts; p++) {
-      const [r0, r1] = [bounds[p], bounds[p + 1]];
-      if (r1 === r0) continue;
-      const src = tensor.bytes.byteOffset + (start + r0) * tensor.rowBytes;
-      jobs.push([OP_MATVEC, QUANT[tensor.type], this.xAt, src, r1 - r0, blocks, this.halfAt, this.outAt + r0 * 4, this.xsumAt]);
-    }
-    this.runShares(jobs);
+    const src = tensor.bytes.byteOffset + start * tensor.rowBytes;
+    this.runJob([OP_MATVEC, chunkRows(rows, this.threads), rows, QUANT[tensor.type], this.xAt, src, tensor.rowBytes,
+      blocks, this.halfAt, this.outAt, this.xsumAt]);
     return this.f32.subarray(this.outAt / 4, this.outAt / 4 + rows);
   }
 
@@ -266,32 +242,23 @@ export class ThreadedKernels extends WasmKernels {
    */
   linear(linear, x, T) {
     const { tensor, rows, cols } = linear;
-    const parts = this.partsFor(T * rows * cols);
-    if (T === 1 || T > this.maxTokens || parts < 2) return super.linear(linear, x, T);
+    if (T === 1 || T > this.maxTokens || this.threads < 2 || T * rows * cols < this.minSplit) {
+      return super.linear(linear, x, T);
+    }
     const kind = QUANT[tensor.type] ?? DEQUANT_NONE;
     if (kind === DEQUANT_NONE) {
       if (!linear.rowOrder) this.dequantRows(tensor, 0, rows, this.weightAt);
       else for (let r = 0; r < rows; r++) this.dequantRows(tensor, linear.rowOrder[r], 1, this.weightAt + r * cols * 4);
     }
     this.f32.set(x.subarray(0, T * cols), this.xAt / 4);
-    const bounds = shareBounds(rows, parts);
-    /** @type {number[][]} */
-    const jobs = [];
-    for (let p = 0; p < parts; p++) {
-      const [r0, r1] = [bounds[p], bounds[p + 1]];
-      if (r1 === r0) continue;
-      const n = r1 - r0;
-      const src = kind === DEQUANT_NONE ? 0 : tensor.bytes.byteOffset + r0 * tensor.rowBytes;
-      const weights = this.weightAt + r0 * cols * 4;
-      jobs.push([OP_MATMUL, kind, src, (n * cols) / 32, this.halfAt, this.xAt, T, cols, weights, n, this.outAt + T * r0 * 4, cols]);
-    }
-    this.runShares(jobs);
-    const out = new Float32Array(T * rows); // share p's outputs: a (T, r1 - r0) block at outAt + T * r0
-    for (let p = 0; p < parts; p++) {
-      const [r0, r1] = [bounds[p], bounds[p + 1]];
+    const chunk = chunkRows(rows, this.threads);
+    this.runJob([OP_MATMUL, chunk, rows, kind, tensor.bytes.byteOffset, tensor.rowBytes, this.halfAt, this.xAt, T, cols,
+      this.weightAt, this.outAt, cols]);
+    const out = new Float32Array(T * rows); // chunk c's outputs: a (T, n) block at outAt + T * r0
+    for (let r0 = 0; r0 < rows; r0 += chunk) {
+      const n = Math.min(chunk, rows - r0);
       const block = this.outAt / 4 + T * r0;
-      const n = r1 - r0;
-      for (let t = 0; t < T && n; t++) out.set(this.f32.subarray(block + t * n, block + (t + 1) * n), t * rows + r0);
+      for (let t = 0; t < T; t++) out.set(this.f32.subarray(block + t * n, block + (t + 1) * n), t * rows + r0);
     }
     const order = linear.rowOrder;
     if (kind === DEQUANT_NONE || !order) return out;

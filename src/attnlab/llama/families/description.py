@@ -49,6 +49,9 @@ def _checked(key: str, value: Any, kind: str) -> Any:
     elif kind == "token_id":
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise GGUFError(f"the GGUF's {key} must be a token id (an int >= 0); got {value!r}")
+    elif kind == "natural":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise GGUFError(f"the GGUF's {key} must be an int >= 0; got {value!r}")
     elif kind == "string":
         if not isinstance(value, str):
             raise GGUFError(f"the GGUF's {key} must be a string; got {value!r}")

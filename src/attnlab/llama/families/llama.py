@@ -24,12 +24,11 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor
 
-from ...gqa import GroupedQueryAttention
 from ...layer_parts import PartialRotary
 from ...positions import Positions
 from ...rope_scaling import Llama3Scaling
 from ...rotary import RotaryEmbedding
-from ..blocks import LayerParts, RMSNorm, SwiGLU
+from ..blocks import LayerParts
 from ..config import LlamaConfig
 from ..gguf_file import GGUFError
 from .description import describe, read_metadata, rename, rope_scaling
@@ -178,6 +177,13 @@ def read_config(
             f"the GGUF's {key['num_layers']} is {num_layers}, but the file holds tensors of "
             f"{len(blocks)} block(s)"
         )
+    mtp = values.get("mtp_layers", 0)  # Qwen3.5's prediction layers: counted, not read
+    if mtp >= num_layers:
+        raise GGUFError(
+            f"the GGUF's {key['mtp_layers']} ({mtp}) must be less than {key['num_layers']} "
+            f"({num_layers})"
+        )
+    fields["num_layers"] = num_layers - mtp
     H, Hkv, D = fields["num_heads"], fields["num_kv_heads"], fields["head_dim"]
     if H % Hkv:
         raise GGUFError(
@@ -236,22 +242,9 @@ def softmax_layer(
 
     A ``"sliding_attention"`` layer sees the last ``sliding_window`` positions.
     """
-    c = config
-    kind = c.types()[index]
-    attn = GroupedQueryAttention(
-        c.d_model,
-        c.num_heads,
-        c.num_kv_heads,
-        c.head_dim,
-        bias=bias,
-        window=c.sliding_window if kind == "sliding_attention" else None,
-        positions=rotaries.positions(rotaries.main, c.head_dim),
-        out_bias=False,
-        q_norm=RMSNorm(c.head_dim, c.rms_eps) if qk_norm else None,
-        k_norm=RMSNorm(c.head_dim, c.rms_eps) if qk_norm else None,
-    )
-    norms = RMSNorm(c.d_model, c.rms_eps), RMSNorm(c.d_model, c.rms_eps)
-    return LayerParts(kind, norms[0], attn, norms[1], SwiGLU(c.d_model, c.ffn_dim))
+    rotary = rotaries.positions(rotaries.main, config.head_dim)
+    kind = config.types()[index]
+    return LayerParts.llama(config, rotary, kind=kind, bias=bias, qk_norm=qk_norm)
 
 
 def state_dict(config: LlamaConfig, tensors: Mapping[str, Tensor]) -> dict[str, Tensor]:

@@ -141,9 +141,9 @@ def state_dict(config: LlamaConfig, tensors: Mapping[str, Tensor]) -> dict[str, 
     def transform(row: dict[str, Any], tensor: Tensor) -> dict[str, Tensor]:
         names = row.get("transform", "")
         if names == "split_query_gate":  # rows (H, [q_h | gate_h], D, d_model)
-            query, gate = tensor.view(c.num_heads, 2, c.head_dim, -1).unbind(1)
+            query, gate = OutputGate.split_rows(tensor, c.num_heads, c.head_dim)
             parts = row["part"].split(" + ")
-            return {parts[0]: query.reshape(-1, c.d_model), parts[1]: gate.reshape(-1, c.d_model)}
+            return {parts[0]: query, parts[1]: gate}
         if "log_of_negated" in names and tensor.device.type != "meta" and not (tensor < 0).all():
             raise GGUFError(
                 f"the GGUF file's tensor {row['name']!r} must be negative (-exp(A_log)); "
@@ -153,4 +153,11 @@ def state_dict(config: LlamaConfig, tensors: Mapping[str, Tensor]) -> dict[str, 
             tensor = steps[name](tensor)
         return {row["part"]: tensor}
 
-    return rename(config, tensors, transform)
+    mtp = frozenset(  # the prediction layers' blocks, after the model's: not read
+        name
+        for name in tensors
+        if name.startswith("blk.")
+        and name.split(".")[1].isdigit()
+        and int(name.split(".")[1]) >= config.num_layers
+    )
+    return rename(config, tensors, transform, mtp)

@@ -272,7 +272,7 @@ export const DESCRIPTIONS = /** @type {const} */ ({
     "general.architecture": "qwen35",
     "summary": "Qwen3.5 (0.8B and up, dense text): Gated DeltaNet layers and gated full attention every full_attention_interval-th layer, partial rotary, QK-norm",
     "metadata": [
-      {"key": "{arch}.block_count", "field": "num_layers", "type": "count", "check": "equals the number of blocks blk.N among the tensors"},
+      {"key": "{arch}.block_count", "field": "num_layers", "type": "count", "check": "block_count - nextn_predict_layers = num_layers; equals the number of blocks blk.N among the tensors (MTP blocks included)"},
       {"key": "{arch}.context_length", "field": "context_length", "type": "count"},
       {"key": "{arch}.embedding_length", "field": "d_model", "type": "count"},
       {"key": "{arch}.feed_forward_length", "field": "ffn_dim", "type": "count"},
@@ -290,7 +290,7 @@ export const DESCRIPTIONS = /** @type {const} */ ({
       {"key": "{arch}.ssm.group_count", "field": "linear_num_key_heads", "type": "count"},
       {"key": "{arch}.ssm.time_step_rank", "field": "linear_num_value_heads", "type": "count", "check": "a multiple of linear_num_key_heads"},
       {"key": "{arch}.ssm.inner_size", "field": null, "name": "inner_size", "type": "count", "check": "a multiple of linear_num_value_heads; linear_value_head_dim = inner_size / linear_num_value_heads"},
-      {"key": "{arch}.nextn_predict_layers", "field": null, "type": "count", "refuse": "nonzero", "check": "multi-token-prediction layers (counted in block_count) are not read: refused naming the key"},
+      {"key": "{arch}.nextn_predict_layers", "field": null, "name": "mtp_layers", "type": "natural", "default": {"value": 0}, "check": "multi-token-prediction layers, counted in block_count (the converter's _Qwen35MtpMixin): num_layers = block_count - nextn_predict_layers (as llama.cpp); the tensors of blocks num_layers and above (blk.N.*, N >= num_layers) are not read"},
       {"key": "{arch}.vocab_size", "field": "vocab_size", "type": "count", "default": {"tensor_rows": "token_embd.weight"}, "check": "at least the number of tokenizer.ggml.tokens"},
       {"key": "{arch}.rope.scaling.type", "field": null, "name": "scaling_type", "type": "string", "default": {"value": "linear"}, "allowed": ["none", "linear", "yarn"], "check": "llama.cpp's default 'linear' with factor 1 is no scaling; 'none' is none; any other value is refused naming the key; applies to the full_attention layers (the linear layers have no positions)", "group": "rope_scaling"},
       {"key": "{arch}.rope.scaling.factor", "field": null, "name": "scaling_factor", "type": "number", "default": {"value": 1.0}, "group": "rope_scaling", "check": "1: no scaling; > 1 with type linear: LinearScaling(factor) (transformers' rope_type 'linear'); with yarn: YarnScaling"},
@@ -350,6 +350,7 @@ export const DESCRIPTIONS = /** @type {const} */ ({
       }
     },
     "layer": {"full_attention": {"input_norm": {"kind": "rms_norm", "weight": "stored (1 + w)"}, "mixer": {"kind": "softmax_attention", "projections_bias": false, "q_norm": {"kind": "rms_norm", "weight": "stored (1 + w)", "over": "head_dim"}, "k_norm": {"kind": "rms_norm", "weight": "stored (1 + w)", "over": "head_dim"}, "output_gate": true, "positions": {"kind": "rotary", "theta": "rope_theta", "scaling": "rope_scaling", "dim": "rotary_dim"}, "mask": "causal", "scale": "head_dim ** -0.5"}, "post_mixer_norm": null, "ffn_norm": {"kind": "rms_norm", "weight": "stored (1 + w)"}, "ffn": {"kind": "gated", "activation": "silu"}, "post_ffn_norm": null}, "linear_attention": {"input_norm": {"kind": "rms_norm", "weight": "stored (1 + w)"}, "mixer": {"kind": "gated_deltanet", "norm": {"kind": "rms_norm", "weight": "w", "over": "linear_value_head_dim", "gated": "silu(in_proj_z x)"}, "conv_activation": "silu", "positions": null}, "post_mixer_norm": null, "ffn_norm": {"kind": "rms_norm", "weight": "stored (1 + w)"}, "ffn": {"kind": "gated", "activation": "silu"}, "post_ffn_norm": null}},
-    "final_norm": {"kind": "rms_norm", "weight": "stored (1 + w)"}
+    "final_norm": {"kind": "rms_norm", "weight": "stored (1 + w)"},
+    "mtp_blocks": {"rule": "every tensor named blk.N.* with N >= num_layers (block_count - nextn_predict_layers) belongs to the multi-token-prediction layers and is not read"}
   }
 });

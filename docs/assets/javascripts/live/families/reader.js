@@ -89,6 +89,9 @@ function checkType(row, key, value) {
     // the range (the vocabulary) is the tokenizer's check (tokenizer.js's checkVocabulary)
     throw new RangeError(`the GGUF's ${key} must be a token id (an int >= 0); got ${repr(value)}`);
   }
+  if (row.type === "natural" && !(isInt(value) && /** @type {number} */ (value) >= 0)) {
+    throw new RangeError(`the GGUF's ${key} must be an int >= 0; got ${repr(value)}`);
+  }
   if (row.type === "string" && typeof value !== "string") throw new RangeError(`the GGUF's ${key} must be a string; got ${repr(value)}`);
   if (row.type === "count_array" && !(Array.isArray(value) && value.every((v) => isInt(v) && v >= 0))) {
     throw new RangeError(`the GGUF's ${key} must be an array of ints >= 0; got ${repr(value)}`);
@@ -259,6 +262,12 @@ export function readConfig(description, metadata, tensors = {}) {
   if (Object.keys(tensors).length && fields.num_layers !== blocks.size) {
     throw new RangeError(`the GGUF's ${keyOf.num_layers} is ${fields.num_layers}, but the file holds tensors of ${blocks.size} block(s)`);
   }
+  const mtp = values.mtp_layers ?? 0; // Qwen3.5's prediction layers: counted in block_count, not read
+  if (mtp >= fields.num_layers) {
+    throw new RangeError(`the GGUF's ${keyOf.mtp_layers} (${mtp}) must be less than ${keyOf.num_layers} (${fields.num_layers})`);
+  }
+  fields.num_layers -= mtp;
+  values.num_layers = fields.num_layers;
   if (fields.num_heads % fields.num_kv_heads) {
     throw new RangeError(`the GGUF's ${keyOf.num_heads} (${fields.num_heads}) must be a multiple of ${keyOf.num_kv_heads} (${fields.num_kv_heads})`);
   }
@@ -365,7 +374,13 @@ function checkTensors(description, tensors, c) {
   if (missing.length) {
     throw new RangeError(`the GGUF file lacks ${missing.length} tensor(s) of the ${c.architecture} family, e.g. '${missing[0]}'`);
   }
-  const extra = Object.keys(tensors).filter((name) => !expected.has(name) && name !== description.rope_freqs?.tensor).sort();
+  const predictionBlock = (/** @type {string} */ name) => { // blk.N.* with N >= num_layers: not read
+    const block = name.startsWith("blk.") ? name.split(".")[1] : "";
+    return /^\d+$/.test(block) && Number(block) >= c.num_layers;
+  };
+  const extra = Object.keys(tensors)
+    .filter((name) => !expected.has(name) && name !== description.rope_freqs?.tensor && !predictionBlock(name))
+    .sort();
   if (extra.length) {
     throw new RangeError(`the GGUF file has tensor(s) the ${c.architecture} family does not use, e.g. '${extra[0]}'`);
   }

@@ -132,7 +132,7 @@ export function renderHead(view, state, result) {
     }));
   }
   renderMatrix(matrix, { query, T: result.T, w, kind });
-  renderLegend(view.legend, kind, largest);
+  renderLegend(view.legend, kind, { largest, T: result.T });
   const meaning = kind.signed
     ? `signed values, blue positive and orange negative, the stronger the colour the larger |value| (at most ${largest.toFixed(3)})`
     : "the stronger the colour, the more weight";
@@ -147,9 +147,10 @@ export function renderHead(view, state, result) {
  * sliding layer; the diverging scale for a linear layer.
  * @param {HTMLElement} legend
  * @param {LayerKind} kind
- * @param {number} largest  a linear layer's largest |value| (the scale's ends)
+ * @param {{largest: number, T: number}} drawn  a linear layer's largest |value| (the
+ *   scale's ends); the tokens drawn
  */
-export function renderLegend(legend, kind, largest) {
+export function renderLegend(legend, kind, { largest, T }) {
   legend.textContent = "";
   legend.hidden = kind.type === "full_attention";
   legend.dataset.kind = kind.type;
@@ -157,7 +158,8 @@ export function renderLegend(legend, kind, largest) {
     legend.append(
       el("span", { className: "live__swatch live__swatch--hatched", "aria-hidden": "true" }),
       el("span", { text: `outside the window (more than ${Number(kind.window) - 1} tokens back): weight 0; ` +
-        "the dashed line is the window's edge" }),
+        (Number(kind.window) < T ? "the dashed line is the window's edge"
+          : `none here: the ${T} tokens fit in the window`) }),
     );
   } else if (kind.type === "linear_attention") {
     const end = largest.toFixed(3);
@@ -319,18 +321,17 @@ export function renderPrediction(list, result) {
 }
 
 /** @typedef {import("./experiments.js").HeadScores} HeadScores */
+/** @typedef {{state: ViewState, result: LiveResult, scores: HeadScores}} GridData  what the grid shows */
 
 /**
  * One cell of the grid: the query's strongest key, or the head's score (scores:
  * headScores). A linear layer's signed values are no weights: its cell names the key of
  * the largest |value|, unshaded (weight null).
- * @param {ViewState} state
- * @param {LiveResult} result
- * @param {HeadScores} scores
+ * @param {GridData} data
  * @param {{layer: number, head: number}} at
  * @returns {{weight: number | null, text: string}}
  */
-function overviewValue(state, result, scores, { layer, head }) {
+function overviewValue({ state, result, scores }, { layer, head }) {
   if (state.shade !== "query") {
     const table = scores[state.shade];
     const score = table ? table[layer][head] : null;
@@ -356,11 +357,10 @@ function overviewValue(state, result, scores, { layer, head }) {
 /**
  * The grid of every head.
  * @param {OverviewView} view
- * @param {ViewState} state
- * @param {LiveResult} result
- * @param {HeadScores} scores
+ * @param {GridData} data
  */
-export function renderOverview(view, state, result, scores) {
+export function renderOverview(view, data) {
+  const { state, result, scores } = data;
   const { grid, gridCaption, shadeSelect } = view;
   const linear = result.kinds.some((kind) => kind.signed)
     ? " Linear (Gated DeltaNet) layers' cells are unshaded: their values are signed, not weights; scores skip them." : "";
@@ -381,7 +381,7 @@ export function renderOverview(view, state, result, scores) {
         tr.appendChild(el("td", { className: "live__no-head" }));
         continue;
       }
-      const value = overviewValue(state, result, scores, { layer: l, head: h });
+      const value = overviewValue(data, { layer: l, head: h });
       const signed = result.kinds[l].signed ? " (linear layer: the key of the largest |value|, signed, unshaded)" : "";
       const off = isAblated(state.ablate, l, h);
       const selected = l === state.layer && h === state.head;

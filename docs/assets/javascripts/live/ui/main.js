@@ -203,7 +203,7 @@ function build(root) {
     renderTokens(v.tokens, state, result);
     renderHead(v, state, result);
     renderPrediction(v.predictionList, result);
-    renderOverview(v, state, result, scores);
+    renderOverview(v, { state, result, scores });
     const ablated = ablatedPairs(state.ablate);
     v.restoreButton.disabled = generating || ablated.length === 0;
     v.stepButton.disabled = generating || result.T >= live.info().max_map_tokens;
