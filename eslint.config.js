@@ -49,18 +49,6 @@ export default [
     rules: { "max-params": "off" },
   },
   {
-    // Still to convert to options objects (issue 43's runtime; 8 functions in all):
-    // llama3Scaling, the GGUF reader's two constructors, splitGate and the attention
-    // mixer's constructor, checkIds and the decoder block's constructor.
-    files: [
-      "docs/assets/javascripts/live/families/reader.js",
-      "docs/assets/javascripts/live/gguf.js",
-      "docs/assets/javascripts/live/layers/attention.js",
-      "docs/assets/javascripts/live/model.js",
-    ],
-    rules: { "max-params": "off" },
-  },
-  {
     files: ["tests/js/**/*.mjs", "eslint.config.js"],
     languageOptions: { globals: { ...globals.node } },
     rules: { "max-params": "off" }, // test helpers (assertClose(actual, expected, tolerance, what))

@@ -1,3 +1,4 @@
+// @ts-check
 // Node's own test runner for the live model's parts that need no browser
 // (docs/assets/javascripts/live/, ES modules). Run by tests/js/test_node_live.py, which
 // passes:
@@ -10,8 +11,10 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { requiredEnv } from "./env.mjs";
 
 const LIVE = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "docs", "assets", "javascripts", "live");
+/** @param {string} name */
 const load = (name) => import(path.join(LIVE, name));
 const gguf = await load("gguf.js");
 const model = await load("model.js");
@@ -24,16 +27,26 @@ const scores = await load("scores.js");
 const { Tokenizer } = await load("tokenizer.js");
 const { growMaps } = await load("ui/draw.js");
 
-const reference = JSON.parse(fs.readFileSync(process.env.LIVE_REFERENCE, "utf-8"));
-const fileBytes = new Uint8Array(fs.readFileSync(process.env.LIVE_GGUF));
+const reference = JSON.parse(fs.readFileSync(requiredEnv("LIVE_REFERENCE"), "utf-8"));
+const fileBytes = new Uint8Array(fs.readFileSync(requiredEnv("LIVE_GGUF")));
 const file = gguf.readGguf(fileBytes);
 const engine = Engine.fromBytes(fileBytes, { maxTokens: 64 });
 
 // A seeded pseudo-random Float32Array in [-1, 1) (the page's one generator, mulberry32).
+/**
+ * @param {number} n
+ * @param {number} seed
+ * @returns {Float32Array}
+ */
 function randomArray(n, seed) {
   const next = generation.mulberry32(seed);
   return Float32Array.from({ length: n }, () => next() / 2147483648 - 1);
 }
+/**
+ * The largest |x - y| over two arrays.
+ * @param {ArrayLike<number>} x
+ * @param {ArrayLike<number>} y
+ */
 const far = (x, y) => Math.max(...Array.from(x, (v, i) => Math.abs(v - y[i])));
 
 test("the llama family reads SmolLM2's config from the GGUF, as attnlab.llama.read_gguf", () => {
@@ -136,6 +149,7 @@ test("RotaryEmbedding turns pair (i, i + D/2) by position * theta^(-2i/D)", () =
   const x = Float32Array.from([1, 2, 3, 4, 1, 2, 3, 4]); // positions 0 and 1, one head
   rotary.applyCosSin(x, 2, 1, rotary.cosSin(0, 2));
   assert.deepEqual(Array.from(x.subarray(0, 4)), [1, 2, 3, 4]); // position 0: no turn
+  /** @param {number} a @param {number} b @param {number} angle */
   const turn = (a, b, angle) => [a * Math.cos(angle) - b * Math.sin(angle), b * Math.cos(angle) + a * Math.sin(angle)];
   const [p0, q0] = turn(1, 3, 1); // pair 0: frequency 1
   const [p1, q1] = turn(2, 4, 0.1); // pair 1: frequency 100 ** -0.5
@@ -156,6 +170,12 @@ test("RMSNorm scales each row to unit root mean square, then by its weight", () 
 });
 
 // |a - b| within `ulps` float32 steps of b's size, for every entry.
+/**
+ * @param {Float32Array} a
+ * @param {Float32Array} b
+ * @param {number} ulps
+ * @param {string} label
+ */
 function assertClose(a, b, ulps, label) {
   for (let i = 0; i < b.length; i++) {
     const allowed = ulps * 2 ** -23 * Math.max(Math.abs(b[i]), 2 ** -126);
@@ -195,11 +215,14 @@ test("the WebAssembly softmax gives a weight far below the row's maximum as 0, a
 test("the WebAssembly attention gives JsKernels' weights and context vectors, with and without a window", () => {
   const wasm = engine.model.kernels;
   const js = new model.JsKernels();
-  for (const [T, S, D, window] of [[1, 1, 8, null], [3, 5, 8, null], [5, 13, 64, null], [7, 7, 64, null], [2, 30, 4, null], [7, 7, 8, 3], [5, 13, 64, 4], [1, 9, 8, 1]]) {
+  /** @type {[number, number, number, number | null][]} T, S, D, window */
+  const sizes = [[1, 1, 8, null], [3, 5, 8, null], [5, 13, 64, null], [7, 7, 64, null], [2, 30, 4, null], [7, 7, 8, 3], [5, 13, 64, 4], [1, 9, 8, 1]];
+  for (const [T, S, D, window] of sizes) {
     const H = 4, Hkv = 2, past = S - T;
     const cache = new model.KVCache(Hkv, D, 4);
     cache.append(randomArray(S * Hkv * D, S).map((v) => 3 * v), randomArray(S * Hkv * D, S + 1), S);
     const queries = randomArray(T * H * D, T).map((v) => 3 * v);
+    /** @param {import("../../docs/assets/javascripts/live/layers/parts.js").Kernels} kernels */
     const run = (kernels) => {
       const attnWeights = new Float32Array(H * T * S);
       const contextVecs = new Float32Array(T * H * D);
@@ -246,6 +269,7 @@ test("the chat prompt is the file's template, as Tokenizer.chat_prompt", () => {
 });
 
 test("bad input is refused with an error that names it, before any arithmetic", () => {
+  /** @type {[unknown, ErrorConstructor, RegExp][]} the ids, the error's class, its message */
   const cases = [
     [[], RangeError, /input_ids must hold at least one token id/],
     [[1, 49152], RangeError, /input_ids must be token ids in 0 \.\. 49151; got values from 1 to 49152/],
@@ -258,6 +282,7 @@ test("bad input is refused with an error that names it, before any arithmetic", 
   for (const [ids, Kind, pattern] of cases) {
     assert.throws(() => engine.run(ids), (error) => error instanceof Kind && pattern.test(error.message));
   }
+  /** @type {[unknown, ErrorConstructor, RegExp][]} */
   const ablations = [
     [{ 30: [0] }, RangeError, /ablate's layers must be ints in 0 \.\. 29; got "30"/],
     [{ 3: [9] }, RangeError, /ablate's heads must be ints in 0 \.\. 8; got 9 in layer 3/],
@@ -271,6 +296,7 @@ test("bad input is refused with an error that names it, before any arithmetic", 
   }
   assert.throws(() => engine.run([1, 2], { return_attention: "yes" }), (e) => e instanceof TypeError && /return_attention must be a boolean/.test(e.message));
   assert.throws(() => engine.encode(42), (error) => error instanceof TypeError && /text must be a string; got number/.test(error.message));
+  /** @type {[object, ErrorConstructor, RegExp][]} */
   const generating = [
     [{ max_new_tokens: -1 }, RangeError, /max_new_tokens must be an int >= 0; got -1/],
     [{ max_new_tokens: 2.5 }, TypeError, /max_new_tokens must be an int >= 0/],
@@ -346,6 +372,7 @@ test("seeded sampling is reproducible; another seed gives another text", () => {
 
 test("warpLogits: top-k keeps ties at the k-th best, top-p the smallest set above p", () => {
   const logits = Float32Array.from([Math.log(4), Math.log(3), Math.log(2), Math.log(1), Math.log(1)]); // probs 4,3,2,1,1 /11
+  /** @param {Float32Array} scores */
   const kept = (scores) => Array.from(scores, (s, i) => (s === -Infinity ? null : i)).filter((i) => i !== null);
   assert.deepEqual(kept(generation.warpLogits(logits, new generation.Sampling({ temperature: 1, top_k: 4 }))), [0, 1, 2, 3, 4]);
   assert.deepEqual(kept(generation.warpLogits(logits, new generation.Sampling({ temperature: 1, top_k: 2 }))), [0, 1]);
@@ -410,7 +437,7 @@ test("without WebAssembly SIMD, plain JavaScript gives the same forward pass", (
 
 test("topK gives the largest logits with their softmax probabilities", () => {
   const top = model.topK(Float32Array.from([0, Math.log(3), 0, Math.log(2)]), 2);
-  assert.deepEqual(top.map((t) => t.id), [1, 3]);
+  assert.deepEqual(top.map((/** @type {{id: number}} */ t) => t.id), [1, 3]);
   assert.ok(Math.abs(top[0].probability - 3 / 7) < 1e-6);
   assert.ok(Math.abs(top[1].probability - 2 / 7) < 1e-6);
 });

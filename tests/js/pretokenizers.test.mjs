@@ -1,3 +1,4 @@
+// @ts-check
 // The page's tokenizers for other families (Llama 3's "llama-bpe", Qwen2's "qwen2",
 // GPT-2's "gpt-2") under Node's test runner: SmolLM2's vocabulary and merges with each,
 // giving attnlab.llama.Tokenizer's ids on varied text. Run by
@@ -11,13 +12,18 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { requiredEnv } from "./env.mjs";
 
 const LIVE = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "docs", "assets", "javascripts", "live");
 const { readGguf } = await import(path.join(LIVE, "gguf.js"));
 const { Tokenizer } = await import(path.join(LIVE, "tokenizer.js"));
 
-const metadata = readGguf(new Uint8Array(fs.readFileSync(process.env.LIVE_GGUF))).metadata;
-const data = JSON.parse(fs.readFileSync(process.env.PRE_REFERENCE, "utf-8"));
+const metadata = readGguf(new Uint8Array(fs.readFileSync(requiredEnv("LIVE_GGUF")))).metadata;
+/**
+ * @type {{byte_level: {pre: string, text: string, ids: number[], words: string[]}[],
+ *   sentencepiece: {file: string, cases: {text: string, ids: number[], decoded: string}[], alone: string[]}}}
+ */
+const data = JSON.parse(fs.readFileSync(requiredEnv("PRE_REFERENCE"), "utf-8"));
 const reference = data.byte_level;
 
 for (const pre of new Set(reference.map((r) => r.pre))) {
@@ -38,7 +44,7 @@ test("pre-tokenisers cut numbers as their models do", () => {
   const expected = { "gpt-2": ["12", "34"], "llama-bpe": ["123", "4"], qwen2: ["1", "2", "3", "4"], smollm: ["1", "2", "3", "4"] };
   for (const [pre, pieces] of Object.entries(expected)) {
     const tokenizer = new Tokenizer({ tokens, merges: ["3 4", "1 2", "12 3"], specialIds: [], bosTokenId: 0, eosTokenId: 0, pre });
-    assert.deepEqual(tokenizer.encode("1234").map((id) => tokens[id]), pieces, pre);
+    assert.deepEqual(tokenizer.encode("1234").map((/** @type {number} */ id) => tokens[id]), pieces, pre);
   }
 });
 

@@ -1,3 +1,4 @@
+// @ts-check
 // quants.js under Node's test runner: every GGUF type it reads dequantised bit for bit
 // as gguf-py does. Run by tests/js/test_node_quants.py, which passes QUANTS_REFERENCE:
 // a JSON file of random blocks per type (base64) and gguf-py's float32 values (their bits,
@@ -7,16 +8,25 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { requiredEnv } from "./env.mjs";
 
 const LIVE = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "docs", "assets", "javascripts", "live");
 const { QUANT_TYPES, dequantize, quantType, rowReader } = await import(path.join(LIVE, "quants.js"));
 
-const reference = JSON.parse(fs.readFileSync(process.env.QUANTS_REFERENCE, "utf-8"));
+/** @type {{types: Record<string, {id: number, bytes: string, values: string}>}} */
+const reference = JSON.parse(fs.readFileSync(requiredEnv("QUANTS_REFERENCE"), "utf-8"));
+/** @param {string} text base64 */
 const decode = (text) => new Uint8Array(Buffer.from(text, "base64"));
+/** @param {Float32Array} floats */
 const bitsOf = (floats) => new Uint32Array(floats.buffer, floats.byteOffset, floats.length);
 
 // Bit-equal, except that any NaN equals any NaN (numpy keeps a NaN's payload bits,
 // JavaScript need not): returns the first index that differs, or -1.
+/**
+ * @param {Float32Array} got
+ * @param {Float32Array} want
+ * @returns {number}
+ */
 function firstDifference(got, want) {
   const gotBits = bitsOf(got);
   const wantBits = bitsOf(want);

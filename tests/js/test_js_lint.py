@@ -1,6 +1,7 @@
 """The site's JavaScript passes its checks: TypeScript's over the JSDoc types, and eslint.
 
-No build step: tsc only checks (``noEmit``; tsconfig.json) and eslint lints
+No build step: tsc only checks (``noEmit``; tsconfig.json for the site, and
+tsconfig.tests.json for the Node tests in tests/js, with Node's types) and eslint lints
 (eslint.config.js); both are pinned in package.json and installed by ``npm ci``
 (scripts/install.py's test level). ``make lint`` runs the same two commands.
 """
@@ -14,8 +15,9 @@ import pytest
 from support import REPO_ROOT, node_or_skip
 
 MODULES = REPO_ROOT / "node_modules"
-# Both remember what they checked (tsconfig.json's `incremental`; eslint's cache, by file
-# content), in node_modules/.cache: a second run checks only what changed.
+# Both remember what they checked (tsconfig.json's `incremental`, which tsconfig.tests.json
+# extends; eslint's cache, by file content), in node_modules/.cache: a second run checks
+# only what changed.
 ESLINT_CACHE = [
     "--cache",
     "--cache-strategy",
@@ -23,8 +25,10 @@ ESLINT_CACHE = [
     "--cache-location",
     "node_modules/.cache/eslint/",
 ]
+TSC = MODULES / "typescript" / "bin" / "tsc"
 TOOLS = {
-    "tsc": (MODULES / "typescript" / "bin" / "tsc", ["--noEmit", "-p", "tsconfig.json"]),
+    "tsc": (TSC, ["--noEmit", "-p", "tsconfig.json"]),
+    "tsc-tests": (TSC, ["--noEmit", "-p", "tsconfig.tests.json"]),  # with Node's types
     "eslint": (
         MODULES / "eslint" / "bin" / "eslint.js",
         [*ESLINT_CACHE, "docs/assets/javascripts", "tests/js"],
@@ -49,7 +53,8 @@ def run_tool(name: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize("name", sorted(TOOLS))
 def test_the_sites_javascript_has_no_findings(name: str) -> None:
-    """tsc (strict, over the JSDoc types) and eslint report nothing."""
+    """tsc (strict, over the JSDoc types: the site, and the Node tests) and eslint report
+    nothing."""
     result = run_tool(name)
     assert result.returncode == 0, f"{name} found:\n{result.stdout}{result.stderr}"
 

@@ -1,3 +1,4 @@
+// @ts-check
 // Node's test runner for the live model's kernel threads (docs/assets/javascripts/live/
 // threads.js): the threaded forward pass equals the one-thread one exactly (rows are
 // split, sums never are), on SmolLM2 and on small files of every tensor type and family.
@@ -11,6 +12,7 @@ import test from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { Worker } from "node:worker_threads";
+import { requiredEnv } from "./env.mjs";
 
 const LIVE = new URL("../../docs/assets/javascripts/live/", import.meta.url);
 const { Engine, FileSlot } = await import(new URL("engine.js", LIVE).href);
@@ -20,7 +22,11 @@ const { mulberry32 } = await import(new URL("generate.js", LIVE).href);
 
 const spawn = () => new Worker(new URL("./kernel-thread-node.mjs", import.meta.url));
 
-/** An engine on `count` threads, and the kernels (stop them after). */
+/**
+ * An engine on `count` threads, and the kernels (stop them after).
+ * @param {Uint8Array} bytes a GGUF file
+ * @param {{count: number, minSplit?: number, vectorMinSplit?: number}} options
+ */
 async function threadedEngine(bytes, { count, minSplit, vectorMinSplit }) {
   const kernels = new threads.ThreadedKernels(bytes.length, { threads: count, spawn, minSplit, vectorMinSplit });
   assert.equal(await kernels.startThreads(), count);
@@ -29,12 +35,23 @@ async function threadedEngine(bytes, { count, minSplit, vectorMinSplit }) {
   return { engine: new Engine(slot), kernels };
 }
 
-/** The largest |a - b| over two arrays (0 when equal bit for bit, up to -0 vs 0). */
+/**
+ * The largest |a - b| over two arrays (0 when equal bit for bit, up to -0 vs 0).
+ * @param {Float32Array} a
+ * @param {Float32Array} b
+ */
 const far = (a, b) => {
   assert.equal(a.length, b.length);
   return a.reduce((worst, v, i) => Math.max(worst, Math.abs(v - b[i])), 0);
 };
 
+/**
+ * n random ids below vocab, the same for the same seed.
+ * @param {number} n
+ * @param {number} vocab
+ * @param {number} seed
+ * @returns {number[]}
+ */
 const randomIds = (n, vocab, seed) => {
   const next = mulberry32(seed);
   return Array.from({ length: n }, () => next() % vocab);
@@ -48,7 +65,7 @@ test("chunks are whole 4-row tiles, four a thread", () => {
 });
 
 test("SmolLM2 on 2 threads: the forward pass with every map, and greedy decoding, equal one thread's exactly", async () => {
-  const bytes = new Uint8Array(fs.readFileSync(process.env.LIVE_GGUF));
+  const bytes = new Uint8Array(fs.readFileSync(requiredEnv("LIVE_GGUF")));
   const single = Engine.fromBytes(bytes);
   const { engine, kernels } = await threadedEngine(bytes, { count: 2 });
   try {
@@ -59,6 +76,7 @@ test("SmolLM2 on 2 threads: the forward pass with every map, and greedy decoding
     const b = engine.run(ids, { return_attention: true });
     assert.equal(far(a.logits, b.logits), 0);
     assert.equal(far(a.attention, b.attention), 0);
+    /** @param {typeof single} e */
     const steps = (e) => Array.from(e.steps(ids.slice(0, 9), { max_new_tokens: 4 }), (step) => step.id);
     assert.deepEqual(steps(engine), steps(single)); // the fused one-token products (matvec) split too
   } finally {
@@ -67,7 +85,9 @@ test("SmolLM2 on 2 threads: the forward pass with every map, and greedy decoding
 });
 
 test("every tensor type and family on 3 threads, every product split, equals one thread exactly", async () => {
-  for (const file of JSON.parse(process.env.THREADS_FILES)) {
+  /** @type {string[]} */
+  const files = JSON.parse(requiredEnv("THREADS_FILES"));
+  for (const file of files) {
     const bytes = new Uint8Array(fs.readFileSync(file));
     const single = Engine.fromBytes(bytes);
     const { engine, kernels } = await threadedEngine(bytes, { count: 3, minSplit: 0, vectorMinSplit: 0 });
@@ -77,6 +97,7 @@ test("every tensor type and family on 3 threads, every product split, equals one
       const b = engine.run(ids, { return_attention: true });
       assert.equal(far(a.logits, b.logits), 0, file);
       assert.equal(far(a.attention, b.attention), 0, file);
+      /** @param {typeof single} e */
       const step = (e) => e.run(ids.slice(0, 1)).logits; // one token: matvec or one-row products
       assert.equal(far(step(single), step(engine)), 0, file);
     } finally {

@@ -159,7 +159,7 @@ export class Engine {
    * @returns {{text: string, tokens: string[]}}
    */
   decode(ids) {
-    const list = Array.from(checkIds("ids", ids, this.config.vocab_size));
+    const list = Array.from(checkIds("ids", ids, { vocabSize: this.config.vocab_size }));
     return { text: this.tokenizer.decode(list), tokens: list.map((id) => this.tokenizer.decode([id])) };
   }
 

@@ -197,7 +197,7 @@ export function* generateSteps(model, ids, options) {
   const sampling = new Sampling(options);
   if (typeof stop_at_eos !== "boolean") throw new TypeError(`stop_at_eos must be a boolean; got ${describe(stop_at_eos)}`);
   const c = /** @type {import("./model.js").ModelSizes & {eos_token_id?: number | null}} */ (model.config);
-  const prompt = checkIds("input_ids", ids, c.vocab_size);
+  const prompt = checkIds("input_ids", ids, { vocabSize: c.vocab_size });
   if (prompt.length + n > c.context_length) {
     throw new RangeError(`input_ids plus max_new_tokens must fit the context of ${c.context_length} tokens; got ${prompt.length} + ${n}`);
   }

@@ -186,18 +186,22 @@ class Cursor {
 /** @param {bigint} big @returns {number | bigint} */
 const safeNumber = (big) => (big <= BigInt(Number.MAX_SAFE_INTEGER) && big >= -BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : big);
 
+/**
+ * Where a tensor lies in its file: new Tensor's options.
+ * @typedef {object} TensorPlace
+ * @property {string} name
+ * @property {number[]} dims innermost first
+ * @property {number} typeId ggml's type number
+ * @property {number} offset bytes from the file's start
+ * @property {number} byteLength
+ * @property {Uint8Array} file the whole file's bytes
+ */
+
 /** A tensor of the file: `rows` x `cols` (GGUF dims are innermost first: [cols, rows]),
  * its bytes a view on the file's. `row(r, out)` writes row r as float32 into `out`. */
 export class Tensor {
-  /**
-   * @param {string} name
-   * @param {number[]} dims innermost first
-   * @param {number} typeId ggml's type number
-   * @param {number} offset bytes from the file's start
-   * @param {number} byteLength
-   * @param {Uint8Array} file the whole file's bytes
-   */
-  constructor(name, dims, typeId, offset, byteLength, file) {
+  /** @param {TensorPlace} options */
+  constructor({ name, dims, typeId, offset, byteLength, file }) {
     const info = TYPES[typeId];
     this.name = name;
     this.dims = dims;
@@ -250,12 +254,10 @@ export class Tensor {
 // grew) without reading the header again.
 export class GgufFile {
   /**
-   * @param {number} version
-   * @param {Record<string, any>} metadata
-   * @param {Record<string, Tensor>} tensors
-   * @param {Uint8Array} bytes
+   * @param {{version: number, metadata: Record<string, any>, tensors: Record<string, Tensor>, bytes: Uint8Array}} options
+   *   the GGUF version, the metadata by key, the tensors by name, and the whole file's bytes
    */
-  constructor(version, metadata, tensors, bytes) {
+  constructor({ version, metadata, tensors, bytes }) {
     this.version = version;
     this.metadata = metadata;
     this.tensors = tensors;
@@ -345,7 +347,9 @@ export function readGguf(file) {
       throw refuse(`the GGUF file is truncated: tensor ${name} needs bytes ${start} to ${start + byteLength} of a file of ${bytes.byteLength} bytes`);
     }
     const dims = info.dims.map(Number);
-    tensors[info.name] = new Tensor(info.name, dims, info.type, Number(start), Number(byteLength), bytes);
+    tensors[info.name] = new Tensor({
+      name: info.name, dims, typeId: info.type, offset: Number(start), byteLength: Number(byteLength), file: bytes,
+    });
   }
   const placed = Object.values(tensors).sort((a, b) => a.offset - b.offset);
   for (let i = 1; i < placed.length; i++) {
@@ -354,7 +358,7 @@ export function readGguf(file) {
       throw refuse(`the GGUF file's tensors ${repr(before.name)} and ${repr(after.name)} overlap: bytes ${before.offset} to ${before.offset + before.byteLength} and ${after.offset} on`);
     }
   }
-  return new GgufFile(version, metadata, tensors, bytes);
+  return new GgufFile({ version, metadata, tensors, bytes });
 }
 
 // The bytes of each type's float16 fields in a block (scales, minimums): a weight is

@@ -96,11 +96,11 @@ export function describe(value) {
  * attnlab.llama.LlamaModel.check_ids for a list of numbers; an Int32Array.
  * @param {string} name
  * @param {unknown} ids
- * @param {number} vocabSize
- * @param {number} [maxTokens]
+ * @param {{vocabSize: number, maxTokens?: number}} options the ids must be below vocabSize,
+ *   and at most maxTokens of them (the page's limit) when given
  * @returns {Int32Array}
  */
-export function checkIds(name, ids, vocabSize, maxTokens) {
+export function checkIds(name, ids, { vocabSize, maxTokens }) {
   if (!Array.isArray(ids) && !(ids instanceof Int32Array) && !(ids instanceof Uint32Array)) {
     throw new TypeError(`${name} must be an array of integer token ids; got ${describe(ids)}`);
   }
@@ -177,12 +177,12 @@ export function checkBool(name, value, fallback) {
  * norm, where the family has one), each added back. */
 export class DecoderBlock {
   /**
-   * @param {ModelSizes} config
-   * @param {LayerParts} parts
-   * @param {import("./layers/parts.js").Kernels} kernels
-   * @param {(spec: import("./layers/rotary.js").RotarySpec) => RotaryEmbedding} rotaryFor the model's shared rotary parts
+   * @param {{config: ModelSizes, parts: LayerParts, kernels: import("./layers/parts.js").Kernels,
+   *   rotaryFor: (spec: import("./layers/rotary.js").RotarySpec) => RotaryEmbedding}} options
+   *   the model's sizes, this layer's weights, what computes the products, and the model's
+   *   shared rotary part for a spec
    */
-  constructor(config, parts, kernels, rotaryFor) {
+  constructor({ config, parts, kernels, rotaryFor }) {
     const eps = config.rms_eps;
     /** @param {Float32Array | null | undefined} weight */
     const norm = (weight) => (weight ? new RMSNorm(weight, eps, kernels) : null);
@@ -191,7 +191,9 @@ export class DecoderBlock {
     const mixer = parts.attn;
     this.attn = mixer.kind === "gated_deltanet"
       ? new GatedDeltaNet(config, mixer, kernels)
-      : new Attention(config, mixer, kernels, mixer.rotary ? rotaryFor(mixer.rotary) : null);
+      : new Attention({
+        sizes: config, parts: mixer, kernels, rotary: mixer.rotary ? rotaryFor(mixer.rotary) : null,
+      });
     this.post_attn_norm = norm(parts.post_attn_norm);
     this.ffn_norm = new RMSNorm(parts.ffn_norm, eps, kernels);
     this.ffn = new FeedForward(parts.ffn, kernels);
@@ -243,7 +245,7 @@ export class LlamaModel {
       }
       return rotary;
     };
-    this.layers = parts.layers.map((part) => new DecoderBlock(config, part, kernels, rotaryFor));
+    this.layers = parts.layers.map((part) => new DecoderBlock({ config, parts: part, kernels, rotaryFor }));
     this.norm = new RMSNorm(parts.norm, config.rms_eps, kernels);
     /** Each layer's heads in the attention maps (query heads, or value heads). */
     this.layerHeads = this.layers.map((layer) => layer.attn.heads);
@@ -300,7 +302,7 @@ export class LlamaModel {
    */
   forward(ids, { cache = null, return_attention = undefined, ablate = null, maxTokens = undefined, onLayer = null } = {}) {
     const c = this.config;
-    const inputIds = checkIds("input_ids", ids, c.vocab_size, maxTokens);
+    const inputIds = checkIds("input_ids", ids, { vocabSize: c.vocab_size, maxTokens });
     const returnAttention = checkBool("return_attention", return_attention, false);
     const headsOff = checkAblate(ablate, this.layerHeads);
     headsOff.forEach((heads, l) => {

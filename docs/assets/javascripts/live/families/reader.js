@@ -189,20 +189,21 @@ function ropeScaling(description, { values, keyOf }, tensors) {
       `the GGUF file has both ${description.rope_freqs.tensor} and ${keyOf.scaling_type} ${repr(type)} (factor ${factor}); attnlab.llama reads one rotary scaling`
     );
   }
-  return llama3Scaling(freqs.toFloat32(), values.head_dim, values.rope_theta, description.rope_freqs.tensor);
+  return llama3Scaling(freqs.toFloat32(), {
+    headDim: values.head_dim, theta: values.rope_theta, name: description.rope_freqs.tensor,
+  });
 }
 
 /**
  * Llama 3.1's scaling from the factors llama.cpp's converter wrote (attnlab.llama's
  * llama3_scaling): Llama3Scaling(the largest factor, 1, 4, 8192), whose factors must be
  * the file's, else refused.
- * @param {Float32Array} factors
- * @param {number} headDim
- * @param {number} theta
- * @param {string} name
+ * @param {Float32Array} factors (head_dim / 2) the file's, one per rotary pair
+ * @param {{headDim: number, theta: number, name: string}} options the model's head_dim and
+ *   rope_theta, and the factors' tensor name (for the refusal)
  * @returns {RopeScaling}
  */
-function llama3Scaling(factors, headDim, theta, name) {
+function llama3Scaling(factors, { headDim, theta, name }) {
   const factor = Math.max(...factors);
   const s = { factor, low_freq_factor: 1.0, high_freq_factor: 4.0, original_length: 8192 };
   for (let i = 0; i < headDim / 2; i++) {

@@ -119,13 +119,11 @@ function addBias(y, bias) {
 /**
  * Each head's query and gate from a gated q_proj's output (T, H * 2D), per head
  * [query (D), gate (D)], as transformers' torch.chunk.
- * @param {Float32Array} packed
- * @param {number} T
- * @param {number} H
- * @param {number} D
+ * @param {Float32Array} packed (T, H * 2D)
+ * @param {{T: number, H: number, D: number}} options positions, heads and head_dim
  * @returns {{queries: Float32Array, gate: Float32Array}} (T, H * D) each
  */
-function splitGate(packed, T, H, D) {
+function splitGate(packed, { T, H, D }) {
   const queries = new Float32Array(T * H * D);
   const gate = new Float32Array(T * H * D);
   for (let th = 0; th < T * H; th++) {
@@ -150,12 +148,11 @@ function splitGate(packed, T, H, D) {
 /** Grouped-query softmax attention: query head h reads key/value head floor(h / (H / Hkv)). */
 export class Attention {
   /**
-   * @param {AttentionSizes} sizes
-   * @param {AttentionParts} parts
-   * @param {import("./parts.js").Kernels} kernels
-   * @param {RotaryEmbedding | null} rotary this layer's positions (shared with its kin)
+   * @param {{sizes: AttentionSizes, parts: AttentionParts, kernels: import("./parts.js").Kernels,
+   *   rotary: RotaryEmbedding | null}} options the model's sizes, this layer's weights, what
+   *   computes the products, and this layer's positions (a rotary part shared with its kin)
    */
-  constructor(sizes, parts, kernels, rotary) {
+  constructor({ sizes, parts, kernels, rotary }) {
     this.kind = "attention";
     this.numHeads = sizes.num_heads;
     this.numKvHeads = sizes.num_kv_heads;
@@ -200,7 +197,7 @@ export class Attention {
     const D = this.headDim;
     let queries = this.q_proj.forward(x, T); // (T, H * D), or (T, H * 2D) with the gate
     let gate = null;
-    if (this.gated) ({ queries, gate } = splitGate(queries, T, H, D));
+    if (this.gated) ({ queries, gate } = splitGate(queries, { T, H, D }));
     let keys = this.k_proj.forward(x, T); // (T, Hkv * D)
     const values = this.v_proj.forward(x, T); // (T, Hkv * D)
     [queries, keys, values].forEach((y, i) => addBias(y, this.biases[i]));
