@@ -80,12 +80,15 @@ const root = document.getElementById("live-explorer");
 const input = () => ({{ input: el("input", {{ type: "range" }}), out: el("output") }});
 const view = {{ layer: input(), head: input(), captionAndBars: captionedBars("live-bars-caption"),
   matrix: el("canvas", {{ className: "live__matrix", id: "live-matrix" }}),
+  matrixCaption: el("figcaption", {{ id: "live-matrix-caption" }}),
   legend: el("p", {{ className: "live__legend", id: "live-legend", hidden: "" }}),
   grid: el("table", {{ className: "live__heads", id: "live-heads" }}),
-  gridCaption: el("p", {{ id: "live-heads-caption" }}), shadeSelect: el("select") }};
+  gridCaption: el("p", {{ className: "attn-explorer__caption", id: "live-heads-caption" }}),
+  shadeSelect: el("select") }};
 view.shadeSelect.appendChild(el("option", {{ value: "query", text: "weight" }}));
 root.append(view.captionAndBars[0], view.captionAndBars[1],
-  el("figure", {{ className: "live__matrix-box" }}, [view.matrix, view.legend]), view.grid);
+  el("figure", {{ className: "live__matrix-box" }}, [view.matrix, view.matrixCaption, view.legend]),
+  view.gridCaption, view.grid);
 const state = {{ text: "", ids: null, layer: 0, head: 0, query: T - 1, ablate: {{}}, shade: "query",
   fromUrl: false }};
 window.show = (layer, head) => {{
@@ -109,6 +112,22 @@ PICTURE_JS = """() => {
     .getImageData(Math.floor((k + 0.15) * cell), Math.floor((i + 0.15) * cell), 1, 1).data);
   const cells = [];
   for (let i = 0; i < T; i++) for (let k = 0; k < T; k++) cells.push(pixel(i, k));
+  // a cell's top quarter (clear of the value written in it): its mean alpha, the share of
+  // its pixels drawn at all, and whether any is the shading colour
+  const colour = getComputedStyle(canvas).color.match(/[\\d.]+/g).slice(0, 3).map(Number);
+  const strip = (i, k) => {
+    const x = Math.ceil((k + 0.1) * cell), y = Math.ceil((i + 0.05) * cell);
+    const data = canvas.getContext('2d')
+      .getImageData(x, y, Math.floor(0.8 * cell), Math.floor(0.2 * cell)).data;
+    let alpha = 0, drawn = 0, coloured = false;
+    for (let p = 0; p < data.length; p += 4) {
+      alpha += data[p + 3];
+      if (data[p + 3] > 0) drawn += 1;
+      const same = [0, 1, 2].every((c) => Math.abs(data[p + c] - colour[c]) <= 2);
+      if (data[p + 3] > 0 && same) coloured = true;
+    }
+    return { alpha: alpha / (data.length / 4), drawn: drawn / (data.length / 4), coloured };
+  };
   const bars = [...document.querySelectorAll('#live-explorer .attn-bar')];
   const style = getComputedStyle(canvas);
   return {
@@ -116,6 +135,9 @@ PICTURE_JS = """() => {
     values: bars.map((bar) => bar.querySelector('.attn-bar__value').textContent),
     barClasses: bars.map((bar) => bar.className),
     caption: document.querySelector('#live-bars-caption').textContent,
+    matrixCaption: document.querySelector('#live-matrix-caption').textContent,
+    gridCaption: document.querySelector('#live-heads-caption').textContent,
+    masked: strip(0, T - 1), weakest: strip(T - 1, 0),
     legend: document.querySelector('#live-legend').hidden ? null
       : document.querySelector('#live-legend').textContent,
     colour: style.color, negative: style.columnRuleColor,
@@ -185,6 +207,17 @@ def test_each_layer_kind_is_drawn_as_what_it_is(browser: Any, docs_url: str, sch
     expected = [round(2.55 * round(math.sqrt(w / sum(last)) * 60)) for w in last]
     alphas = [full["cells"][(T - 1) * T + k][3] for k in range(T)]
     assert max(abs(a - e) for a, e in zip(alphas, expected, strict=True)) <= 6
+    # the masked later keys: a sparse texture (never the shading colour), fainter than the
+    # weakest weight drawn (1/36), in both schemes
+    masked, weakest = full["masked"], full["weakest"]
+    assert 0 < masked["drawn"] < 0.15 and not masked["coloured"], masked
+    assert masked["alpha"] < weakest["alpha"] / 2, (masked, weakest)
+    assert "whole weight matrix" in full["matrixCaption"] and "dotted" in full["matrixCaption"]
+    assert "the more weight" in full["matrixCaption"]
+    # the model mixes kinds: every layer's caption names its kind
+    assert "a full-attention layer" in full["caption"]
+    assert "looks at most" in full["gridCaption"]
+    assert "largest in size" in full["gridCaption"] and "fewer heads" in full["gridCaption"]
 
     page.evaluate("show(1, 1)")
     sliding = page.evaluate(PICTURE_JS)
@@ -207,6 +240,12 @@ def test_each_layer_kind_is_drawn_as_what_it_is(browser: Any, docs_url: str, sch
     linear = page.evaluate(PICTURE_JS)
     assert linear["type"] == "linear_attention"
     assert "not probabilities" in linear["caption"] and "not probabilities" in linear["legend"]
+    # its own caption under the matrix: signed, not weights, shaded against the largest
+    # absolute value, and why it has 3 heads where the other layers have 2
+    caption = linear["matrixCaption"]
+    assert "implicit attention matrix" in caption and "not probabilities" in caption
+    assert "largest absolute value" in caption and "the more weight" not in caption
+    assert "3 heads where the attention layers have 2" in caption and "value heads" in caption
     assert "\u2212" in linear["legend"] and "+" in linear["legend"]
     values = linear["values"]
     assert all(v[0] in "+\u2212" for v in values), values  # every value written with its sign

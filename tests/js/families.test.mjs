@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { requiredEnv } from "./env.mjs";
 
 const LIVE = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "docs", "assets", "javascripts", "live");
 /** @param {string} name */
@@ -20,7 +21,7 @@ const { familyOf } = await load("families/index.js");
 const { LlamaModel, JsKernels, ropeFrequencies } = await load("model.js");
 const { Engine } = await load("engine.js");
 
-const reference = JSON.parse(fs.readFileSync(String(process.env.FAMILIES_REFERENCE), "utf-8"));
+const reference = JSON.parse(fs.readFileSync(requiredEnv("FAMILIES_REFERENCE"), "utf-8"));
 
 /**
  * @param {ArrayLike<number>} got
@@ -58,14 +59,14 @@ for (const ref of reference.cases) {
     const file = readGguf(new Uint8Array(fs.readFileSync(ref.file)));
     const family = familyOf(file.metadata);
     assert.equal(family.architecture, ref.architecture);
-    const config = family.configFromGguf(file.metadata, file.tensors);
+    const config = family.configFromGguf(file);
     assert.deepEqual(JSON.parse(JSON.stringify(config)), ref.config);
   });
 
   test(`${name}: the page's model equals attnlab.llama's (logits 1e-3, every layer's attention 1e-4)`, () => {
     const file = readGguf(new Uint8Array(fs.readFileSync(ref.file)));
     const family = familyOf(file.metadata);
-    const config = family.configFromGguf(file.metadata, file.tensors);
+    const config = family.configFromGguf(file);
     const model = new LlamaModel(config, family.partsFromGguf(file.tensors, config), new JsKernels());
     assert.deepEqual(model.layerHeads, ref.layer_heads);
     const { logits, attention } = model.forward(ref.ids, { return_attention: true });
@@ -111,7 +112,7 @@ test("a Gated DeltaNet layer: no ablation (as the package); its maps after a cac
   const ref = reference.cases.find((/** @type {any} */ c) => c.architecture === "qwen35");
   const file = readGguf(new Uint8Array(fs.readFileSync(ref.file)));
   const family = familyOf(file.metadata);
-  const config = family.configFromGguf(file.metadata, file.tensors);
+  const config = family.configFromGguf(file);
   const model = new LlamaModel(config, family.partsFromGguf(file.tensors, config), new JsKernels());
   const linear = config.layer_types.indexOf("linear_attention");
   const full = config.layer_types.indexOf("full_attention");

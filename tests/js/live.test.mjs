@@ -50,7 +50,7 @@ function randomArray(n, seed) {
 const far = (x, y) => Math.max(...Array.from(x, (v, i) => Math.abs(v - y[i])));
 
 test("the llama family reads SmolLM2's config from the GGUF, as attnlab.llama.read_gguf", () => {
-  const config = families.familyOf(file.metadata).configFromGguf(file.metadata, file.tensors);
+  const config = families.familyOf(file.metadata).configFromGguf(file);
   for (const [name, value] of Object.entries(reference.config)) {
     assert.ok(Math.abs(config[name] - value) <= 1e-12 * Math.abs(value), `${name}: ${config[name]} vs ${value}`);
   }

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { requiredEnv } from "./env.mjs";
 
 const LIVE = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "docs", "assets", "javascripts", "live");
 /** @param {string} name */
@@ -19,7 +20,7 @@ const { readGguf } = await load("gguf.js");
 const { familyOf } = await load("families/index.js");
 const { Tokenizer } = await load("tokenizer.js");
 
-const reference = JSON.parse(fs.readFileSync(String(process.env.METADATA_REFERENCE), "utf-8"));
+const reference = JSON.parse(fs.readFileSync(requiredEnv("METADATA_REFERENCE"), "utf-8"));
 
 /**
  * What the page makes of a file: its config (and tokenizer), or its refusal.
@@ -30,7 +31,7 @@ function pageAnswer(file) {
   try {
     const gguf = readGguf(new Uint8Array(fs.readFileSync(file)));
     const family = familyOf(gguf.metadata);
-    const config = family.configFromGguf(gguf.metadata, gguf.tensors);
+    const config = family.configFromGguf(gguf);
     family.partsFromGguf(gguf.tensors, config);
     Tokenizer.fromGguf(gguf.metadata);
     return { config: JSON.parse(JSON.stringify(config)) };

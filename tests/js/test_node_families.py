@@ -91,6 +91,8 @@ def with_prediction_layer(path: Path) -> Path:
     layout.set("qwen35.block_count", UINT32, blocks + 1)
     layout.set("qwen35.nextn_predict_layers", UINT32, 1)
     layout.add(f"blk.{blocks}.nextn.eh_proj.weight", [128, 64], 0, bytes(128 * 64 * 4))
+    for norm in ("enorm", "hnorm"):  # the tensors llama.cpp's load_block_mtp requires too
+        layout.add(f"blk.{blocks}.nextn.{norm}.weight", [64], 0, bytes(64 * 4))
     mtp = path.with_name("qwen35-mtp.gguf")
     mtp.write_bytes(layout.build())
     return mtp

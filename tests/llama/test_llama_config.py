@@ -60,3 +60,34 @@ def test_a_block_built_from_a_config_is_a_llama_layer() -> None:
     assert not hasattr(block, "post_attn_norm") and block.rotary is not None
     with pytest.raises(TypeError, match="parts must be LayerParts or a LlamaConfig"):
         DecoderBlock("llama")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("architecture", "kind"),
+    [
+        ("llama", "linear_attention"),
+        ("qwen35", "sliding_attention"),
+        ("gemma3", "linear_attention"),
+    ],
+)
+def test_a_family_refuses_a_layer_kind_it_does_not_build(architecture: str, kind: str) -> None:
+    """A kind the family has no parts for is refused by name, not built as another kind."""
+    config = LlamaConfig(
+        num_layers=2,
+        architecture=architecture,
+        layer_types=("full_attention", kind),
+        sliding_window=4,
+    )
+    with pytest.raises(
+        ValueError, match=rf"layer_types\[1\] must be one of the {architecture} .*{kind}"
+    ):
+        LlamaModel(config)
+
+
+def test_every_kind_a_description_lists_is_a_kind_its_family_builds() -> None:
+    """The JSON's layer section and the family's LAYER_KINDS agree."""
+    from attnlab.llama.families import FAMILIES
+    from attnlab.llama.families.description import describe
+
+    for name, module in FAMILIES.items():
+        assert set(describe(name)["layer"]) <= set(module.LAYER_KINDS), name

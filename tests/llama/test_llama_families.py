@@ -267,7 +267,8 @@ def test_qwen35_prediction_layers_are_counted_and_not_read(
     layout = Layout.parse(written["qwen35"].read_bytes())
     layout.set("qwen35.block_count", UINT32, 5).set("qwen35.nextn_predict_layers", UINT32, 1)
     layout.add("blk.4.nextn.eh_proj.weight", [128, 64], 0, bytes(128 * 64 * 4))
-    layout.add("blk.4.attn_norm.weight", [64], 0, bytes(64 * 4))
+    for norm in ("nextn.enorm", "nextn.hnorm", "attn_norm"):  # llama.cpp's MTP tensors
+        layout.add(f"blk.4.{norm}.weight", [64], 0, bytes(64 * 4))
     path = tmp_path / "mtp.gguf"
     path.write_bytes(layout.build())
     model, _ = load_gguf(path)

@@ -96,6 +96,12 @@ class LlamaModel(nn.Module):
         super().__init__()
         self.config = config
         chosen = family(config.architecture)
+        for index, kind in enumerate(config.types()):
+            if kind not in chosen.LAYER_KINDS:
+                raise ValueError(
+                    f"config.layer_types[{index}] must be one of the {config.architecture} "
+                    f"family's kinds {chosen.LAYER_KINDS}; got {kind!r}"
+                )
         self.embed = nn.Embedding(config.vocab_size, config.d_model)
         self.embed_scale: float | None = getattr(chosen, "embedding_scale", lambda c: None)(config)
         R = config.head_dim if config.rotary_dim is None else config.rotary_dim

@@ -209,6 +209,7 @@ class Tokenizer:
         if model == "llama" and "tokenizer.ggml.scores" not in metadata:
             raise GGUFError("the GGUF's SentencePiece tokenizer lacks tokenizer.ggml.scores")
         pre = get("tokenizer.ggml.pre", "default")
+        pre = "default" if pre == "" else pre  # as llama.cpp: empty means its default
         if model == "gpt2" and (not isinstance(pre, str) or pre not in PRE_TOKENIZERS):
             raise GGUFError(
                 f"the GGUF's tokenizer.ggml.pre {pre!r} is not a pre-tokeniser attnlab.llama "
@@ -216,6 +217,11 @@ class Tokenizer:
             )
         tokens = _check_vocabulary(metadata)
         merges = _check_merges(get("tokenizer.ggml.merges", []), tokens)
+        add_bos = get("tokenizer.ggml.add_bos_token", model == "llama")
+        if not isinstance(add_bos, bool):  # llama.cpp refuses another type too
+            raise GGUFError(
+                f"the GGUF's tokenizer.ggml.add_bos_token must be a bool; got {add_bos!r}"
+            )
         types = get("tokenizer.ggml.token_type", [0] * len(tokens))
         return cls(
             tokens,
@@ -224,7 +230,7 @@ class Tokenizer:
             metadata["tokenizer.ggml.bos_token_id"],
             metadata["tokenizer.ggml.eos_token_id"],
             # llama.cpp puts bos first for SentencePiece unless the file says otherwise
-            bool(get("tokenizer.ggml.add_bos_token", model == "llama")),
+            add_bos,
             pre,
             get("tokenizer.ggml.scores") if model == "llama" else None,
         )

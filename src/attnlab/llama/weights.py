@@ -100,18 +100,19 @@ def _read(path: Path | str) -> tuple[LlamaConfig, dict[str, Tensor], GGUFFile, T
                 f"the GGUF file's tensor {info.name!r} has type {info.type_name}, which is "
                 f"not supported; attnlab.llama reads {', '.join(SUPPORTED_TYPES)}"
             )
-    tokenizer = Tokenizer.from_metadata(file.metadata)  # checked before any weight is read
     shapes = {name: torch.empty(info.shape, device="meta") for name, info in file.tensors.items()}
     if ROPE_FREQS in file.tensors:  # the rotary factors: read first, the config needs them
         shapes[ROPE_FREQS] = _tensor(file, ROPE_FREQS)
     config = chosen.config_from_gguf(file.metadata, shapes)
-    tokens = len(file.metadata["tokenizer.ggml.tokens"])
-    if tokens > config.vocab_size:
+    tokens = file.metadata.get("tokenizer.ggml.tokens")
+    if isinstance(tokens, list) and len(tokens) > config.vocab_size:
         raise GGUFError(
-            f"the GGUF's tokenizer.ggml.tokens holds {tokens} tokens, more than the model's "
-            f"vocabulary of {config.vocab_size} (the embedding's rows)"
+            f"the GGUF's tokenizer.ggml.tokens holds {len(tokens)} tokens, more than the "
+            f"model's vocabulary of {config.vocab_size} (the embedding's rows)"
         )
     _check_shapes(config, chosen.state_dict(config, shapes), shapes)  # meta: no work
+    # the config and tensors first, then the tokenizer (the page's order), then the weights
+    tokenizer = Tokenizer.from_metadata(file.metadata)
     tensors = {name: _tensor(file, name) for name in file.tensors}
     return config, tensors, file, tokenizer
 

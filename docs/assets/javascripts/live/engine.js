@@ -64,7 +64,7 @@ export class Engine {
     this.maxTokens = maxTokens;
     const file = readGguf(slot.bytes);
     const family = familyOf(file.metadata);
-    const config = family.configFromGguf(file.metadata, file.tensors); // every tensor's shape checked
+    const config = family.configFromGguf(file); // every tensor's shape checked
     const tokenizer = Tokenizer.fromGguf(file.metadata); // checked before a weight is read
     /** @type {import("./layers/parts.js").Kernels} */
     let kernels = new JsKernels();

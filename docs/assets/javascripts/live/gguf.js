@@ -38,6 +38,11 @@ const GGML_TYPE_NAMES = [
 const VALUE_BYTES = [1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8];
 const STRING = 8;
 const ARRAY = 9;
+// GGUF metadata value types by id, as attnlab.llama's gguf_file names them
+const VALUE_TYPE_NAMES = [
+  "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "bool", "string", "array",
+  "uint64", "int64", "float64",
+];
 const MAX_DIMS = 4; // ggml's GGML_MAX_DIMS
 // the fewest bytes one metadata entry / one tensor entry can take
 const MIN_KV_BYTES = 8 + 4 + 1;
@@ -45,6 +50,40 @@ const MIN_TENSOR_INFO_BYTES = 8 + 4 + 8 + 4 + 8;
 // the most items all metadata arrays may hold together (a real vocabulary, its merges,
 // scores and types: about 1.5 million), which bounds the memory the metadata takes
 const MAX_ARRAY_ITEMS = 2 ** 24;
+
+/**
+ * A float as Python's repr writes it: the shortest digits that read back (as JavaScript's),
+ * "30.0" for a whole number, an exponent below 1e-4 and from 1e16 on ("1e-05", "1e+16").
+ * @param {number} x
+ * @returns {string}
+ */
+export function floatText(x) {
+  if (Number.isNaN(x)) return "nan";
+  if (!Number.isFinite(x)) return x > 0 ? "inf" : "-inf";
+  if (Object.is(x, -0)) return "-0.0";
+  const [digits, exponent] = x.toExponential().split("e");
+  const power = Number(exponent);
+  if (x !== 0 && (power < -4 || power >= 16)) {
+    return `${digits}e${power < 0 ? "-" : "+"}${String(Math.abs(power)).padStart(2, "0")}`;
+  }
+  const text = String(x);
+  return text.includes(".") ? text : `${text}.0`;
+}
+
+/**
+ * A metadata value as Python's repr writes the value attnlab.llama read: its GGUF type
+ * (`type`: gguf.js's type names, "array[float32]" for arrays) tells a float (30.0) from an
+ * int (30).
+ * @param {unknown} value
+ * @param {string} [type]
+ * @returns {string}
+ */
+export function typedRepr(value, type) {
+  const float = type !== undefined && /float/.test(type);
+  if (float && typeof value === "number") return floatText(value);
+  if (float && Array.isArray(value)) return `[${value.map((v) => (typeof v === "number" ? floatText(v) : repr(v))).join(", ")}]`;
+  return repr(value);
+}
 
 /**
  * A value as Python's repr writes it, for messages worded as attnlab.llama's.
@@ -84,6 +123,7 @@ class Cursor {
     this.size = bytes.byteLength;
     this.offset = 0;
     this.items = 0; // array items read so far
+    this.itemType = 0; // the item type of the array read last
     this.decoder = new TextDecoder("utf-8", { fatal: true });
   }
   left() {
@@ -167,6 +207,7 @@ class Cursor {
   /** @param {string} what @returns {unknown[]} */
   array(what) {
     const itemType = this.u32(`item type of ${what}`);
+    this.itemType = itemType; // the last array's (arrays hold no arrays): its type's name
     if (!(itemType >= 0 && itemType < VALUE_BYTES.length) || itemType === ARRAY) {
       throw refuse(`the GGUF file's ${what} is an array of value type ${itemType}; arrays hold types 0 to 8 or 10 to 12`);
     }
@@ -249,17 +290,21 @@ export class Tensor {
   }
 }
 
-// A parsed GGUF file: {version, metadata, tensors (name -> Tensor), bytes}. `rebind`
+// A parsed GGUF file: {version, metadata, types, tensors (name -> Tensor), bytes}; `types`
+// holds each metadata key's GGUF value type ("uint32", "float32", "array[int32]", ...), as
+// attnlab.llama knows a value's type from the value it read. `rebind`
 // moves every tensor's views to a new copy of the same bytes (WebAssembly memory that
 // grew) without reading the header again.
 export class GgufFile {
   /**
-   * @param {{version: number, metadata: Record<string, any>, tensors: Record<string, Tensor>, bytes: Uint8Array}} options
-   *   the GGUF version, the metadata by key, the tensors by name, and the whole file's bytes
+   * @param {{version: number, metadata: Record<string, any>, types: Record<string, string>, tensors: Record<string, Tensor>, bytes: Uint8Array}} options
+   *   the GGUF version, the metadata by key, each key's value type, the tensors by name,
+   *   and the whole file's bytes
    */
-  constructor({ version, metadata, tensors, bytes }) {
+  constructor({ version, metadata, types, tensors, bytes }) {
     this.version = version;
     this.metadata = metadata;
+    this.types = types;
     this.tensors = tensors;
     this.bytes = bytes;
     this.byteLength = bytes.byteLength;
@@ -299,10 +344,14 @@ export function readGguf(file) {
     throw refuse(`the GGUF file's tensor_count is ${tensorCount}, more than the ${cursor.left()} bytes left can hold (${MIN_TENSOR_INFO_BYTES} bytes or more each): the file is truncated or corrupt`);
   }
   const metadata = Object.create(null);
+  /** @type {Record<string, string>} */
+  const types = Object.create(null);
   for (let k = 0; k < kvCount; k++) {
     const key = cursor.string(`metadata key #${k}`);
     if (key in metadata) throw refuse(`the GGUF file's metadata key ${repr(key)} appears twice`);
-    metadata[key] = cursor.value(cursor.u32(`value type of ${repr(key)}`), repr(key));
+    const type = cursor.u32(`value type of ${repr(key)}`);
+    metadata[key] = cursor.value(type, repr(key));
+    types[key] = type === ARRAY ? `array[${VALUE_TYPE_NAMES[cursor.itemType]}]` : VALUE_TYPE_NAMES[type];
   }
   const alignment = metadata["general.alignment"] ?? DEFAULT_ALIGNMENT;
   if (!Number.isInteger(alignment) || alignment < 1 || (alignment & (alignment - 1)) !== 0 || alignment > 2 ** 30) {
@@ -358,7 +407,7 @@ export function readGguf(file) {
       throw refuse(`the GGUF file's tensors ${repr(before.name)} and ${repr(after.name)} overlap: bytes ${before.offset} to ${before.offset + before.byteLength} and ${after.offset} on`);
     }
   }
-  return new GgufFile({ version, metadata, tensors, bytes });
+  return new GgufFile({ version, metadata, types, tensors, bytes });
 }
 
 // The bytes of each type's float16 fields in a block (scales, minimums): a weight is

@@ -143,6 +143,10 @@ export class Tokenizer {
       throw new RangeError(`the GGUF's tokenizer.ggml.model must be 'gpt2' (byte-level BPE) or 'llama' (SentencePiece); got ${repr(model)}`);
     }
     checkVocabulary(metadata);
+    const addBos = metadata["tokenizer.ggml.add_bos_token"]; // not used here; its type checked as the package's
+    if (addBos !== undefined && typeof addBos !== "boolean") {
+      throw new RangeError(`the GGUF's tokenizer.ggml.add_bos_token must be a bool; got ${repr(addBos)}`);
+    }
     if (metadata["tokenizer.ggml.model"] === "llama") return SentencePieceTokenizer.fromGguf(metadata);
     /** @type {number[]} */
     const specialIds = [];
@@ -155,7 +159,7 @@ export class Tokenizer {
       specialIds,
       bosTokenId: metadata["tokenizer.ggml.bos_token_id"],
       eosTokenId: metadata["tokenizer.ggml.eos_token_id"],
-      pre: metadata["tokenizer.ggml.pre"] || "default",
+      pre: metadata["tokenizer.ggml.pre"] === "" ? "default" : metadata["tokenizer.ggml.pre"] ?? "default", // "": llama.cpp's default
       chatTemplate: metadata["tokenizer.chat_template"] || null,
     });
   }

@@ -35,8 +35,20 @@ def describe(architecture: str) -> dict[str, Any]:
     return description
 
 
+# the largest integer both languages read exactly (the page's numbers are float64)
+MAX_EXACT_INT = 2**53 - 1
+
+
 def _checked(key: str, value: Any, kind: str) -> Any:
-    """``value`` if it is of the row's ``type``, else a GGUFError naming ``key``."""
+    """``value`` if it is of the row's ``type``, else a GGUFError naming ``key``.
+
+    The integer types (count, token_id, natural, count_array) need a GGUF integer (a
+    float such as 128.0 is refused, as llama.cpp refuses it) of at most 2**53 - 1.
+    """
+    if kind in ("count", "token_id", "natural") and _too_large(value):
+        raise GGUFError(f"the GGUF's {key} must be at most 2**53 - 1; got {value!r}")
+    if kind == "count_array" and isinstance(value, list) and any(map(_too_large, value)):
+        raise GGUFError(f"the GGUF's {key} must hold ints of at most 2**53 - 1; got {value!r}")
     if kind == "count":
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise GGUFError(f"the GGUF's {key} must be a positive int; got {value!r}")
@@ -63,6 +75,30 @@ def _checked(key: str, value: Any, kind: str) -> Any:
     return value
 
 
+def _too_large(value: Any) -> bool:
+    """Whether ``value`` is an int past ``MAX_EXACT_INT`` (the one rule for 64-bit values)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value > MAX_EXACT_INT
+
+
+def _refused(row: Mapping[str, Any], key: str, value: Any, arch: str) -> None:
+    """A row with ``refuse``: ``present`` refuses any value, ``nonzero`` one that is not 0.
+
+    A ``nonzero`` row's value must still be of its type (``natural``: a GGUF integer;
+    ``number``: an int or float, not a bool), else refused naming the key.
+    """
+    if row["refuse"] == "nonzero":
+        if row["type"] == "natural":
+            _checked(key, value, "natural")
+        elif isinstance(value, bool) or not isinstance(value, int | float):
+            raise GGUFError(f"the GGUF's {key} must be a number; got {value!r}")
+        if value == 0:
+            return
+    raise GGUFError(
+        f"the GGUF's {key} is {value!r}; attnlab.llama's {arch} family does not read it "
+        f"({'it must be absent' if row['refuse'] == 'present' else 'only 0'})"
+    )
+
+
 def read_metadata(
     description: Mapping[str, Any], metadata: Mapping[str, Any], tensors: Mapping[str, Tensor]
 ) -> dict[str, Any]:
@@ -82,13 +118,9 @@ def read_metadata(
     for row in description["metadata"]:
         key = row["key"].replace("{arch}", arch)
         present = key in metadata
-        refuse = row.get("refuse")
-        if refuse is not None:
-            if present and (refuse == "present" or metadata[key] != 0):
-                raise GGUFError(
-                    f"the GGUF's {key} is {metadata[key]!r}; attnlab.llama's {arch} family "
-                    f"does not read it ({'it must be absent' if refuse == 'present' else 'only 0'})"
-                )
+        if row.get("refuse") is not None:
+            if present:
+                _refused(row, key, metadata[key], arch)
             continue
         if present:
             value = _checked(key, metadata[key], row["type"])
@@ -103,9 +135,11 @@ def read_metadata(
                 f"{', '.join(map(repr, allowed))}"
             )
         label = row.get("field") or row.get("name")
-        if label:
-            values[label], values["key:" + label] = value, key
-            keys[label] = key
+        if label:  # a value taken from an earlier field: named by that field's key
+            earlier = None if present else row.get("default", {}).get("field")
+            source = key if earlier is None else keys[earlier]
+            values[label], values["key:" + label] = value, source
+            keys[label] = source
     return values
 
 
@@ -141,12 +175,27 @@ def rope_scaling(values: Mapping[str, Any]) -> RopeScaling | None:
 
     Type ``none`` or factor 1: none; ``linear``: ``LinearScaling(factor)``; ``yarn``:
     ``YarnScaling(factor, original length, beta_fast, beta_slow)``.
+
+    Raises:
+        GGUFError: A factor below 1, or yarn's beta_fast not above beta_slow (each
+            named by its key), before any scaling is built.
     """
     kind, factor = values["scaling_type"], values["scaling_factor"]
     if kind == "none" or factor == 1.0:
         return None
+    if factor < 1.0:
+        raise GGUFError(
+            f"the GGUF's {values['key:scaling_factor']} must be at least 1 (a scaling "
+            f"stretches the positions); got {factor!r}"
+        )
     if kind == "linear":
         return LinearScaling(factor)
+    fast, slow = values["yarn_beta_fast"], values["yarn_beta_slow"]
+    if not fast > slow:
+        raise GGUFError(
+            f"the GGUF's {values['key:yarn_beta_fast']} ({fast!r}) must be greater than "
+            f"{values['key:yarn_beta_slow']} ({slow!r})"
+        )
     return YarnScaling(
         factor,
         int(values["scaling_original_length"]),

@@ -27,6 +27,7 @@ from .llama import Rotaries, read_config
 
 __all__ = [
     "ARCHITECTURE",
+    "LAYER_KINDS",
     "config_from_gguf",
     "embedding_scale",
     "gemma3_layer_types",
@@ -35,6 +36,7 @@ __all__ = [
 ]
 
 ARCHITECTURE = "gemma3"
+LAYER_KINDS = ("sliding_attention", "full_attention")  # the layer kinds this family builds
 GEMMA3_27B_LAYERS = 62  # llama.cpp scales that model's scores by (d_model / H) ** -0.5
 
 

@@ -35,6 +35,7 @@ from .description import describe, read_metadata, rename, rope_scaling
 
 __all__ = [
     "ARCHITECTURE",
+    "LAYER_KINDS",
     "Rotaries",
     "config_from_gguf",
     "layer_parts",
@@ -47,6 +48,9 @@ __all__ = [
 ]
 
 ARCHITECTURE = "llama"
+# the layer kinds this layout builds: its files' full layers, and windows when a config
+# sets sliding_window (Mistral's; the sliding-window chapter's)
+LAYER_KINDS = ("full_attention", "sliding_attention")
 UNPERMUTE = re.compile(r"unpermute_rotary_rows\((\w+)\)")  # its argument: a heads field
 CONFIG_FIELDS = frozenset(field.name for field in dataclasses.fields(LlamaConfig))
 # the unembedding, present only where it is not tied (the description's optional tensor)
@@ -144,11 +148,25 @@ def llama3_scaling(factors: Tensor, head_dim: int, theta: float) -> Llama3Scalin
     The file keeps the factors, not the parameters: the largest factor is ``factor``,
     and the others must be what Llama 3.1 to 3.3's parameters give (``low_freq_factor``
     1, ``high_freq_factor`` 4, trained on 8192 positions), else the file is refused.
+
+    Raises:
+        GGUFError: Factors of the wrong length (its shape named as the other tensors'),
+            none >= 1, or not Llama 3.1's (each naming the tensor).
     """
+    if factors.shape != (head_dim // 2,):
+        raise GGUFError(
+            f"the GGUF file's tensor {ROPE_FREQS!r} has shape {tuple(factors.shape)}; the "
+            f"file's {ARCHITECTURE}.* keys imply {(head_dim // 2,)}"
+        )
+    if not float(factors.max()) >= 1.0:
+        raise GGUFError(
+            f"the GGUF file's {ROPE_FREQS} must hold factors >= 1 (Llama 3.1's rotary "
+            f"scaling); got a largest factor of {float(factors.max())!r}"
+        )
     scaling = Llama3Scaling(float(factors.max()))
     expected = llama3_factors(scaling, head_dim, theta)
-    if factors.shape != expected.shape or not torch.allclose(factors, expected, rtol=1e-5):
-        raise ValueError(
+    if not torch.allclose(factors, expected, rtol=1e-5):
+        raise GGUFError(
             f"the GGUF file's {ROPE_FREQS} are not Llama 3.1's rotary scaling (factor "
             f"{scaling.factor:g}, low_freq_factor 1, high_freq_factor 4, 8192 positions), "
             f"the one attnlab.llama reads"
@@ -184,6 +202,14 @@ def read_config(
             f"({num_layers})"
         )
     fields["num_layers"] = num_layers - mtp
+    for block in range(num_layers - mtp, num_layers):  # each MTP block: llama.cpp's tensors
+        for row in describe(arch).get("mtp_blocks", {}).get("required", []):
+            name = row.replace("{i}", str(block))
+            if name not in tensors:
+                raise GGUFError(
+                    f"the GGUF's {key['mtp_layers']} is {mtp}, so block {block} is a "
+                    f"multi-token-prediction block; it lacks its tensor {name!r}"
+                )
     H, Hkv, D = fields["num_heads"], fields["num_kv_heads"], fields["head_dim"]
     if H % Hkv:
         raise GGUFError(
@@ -208,7 +234,7 @@ def read_config(
             f"the GGUF's {key['rotary_dim']} must be even and at most the head width {D}; got {R}"
         )
     scaling = rope_scaling(values)
-    if ROPE_FREQS in tensors:
+    if describe(arch)["rope_freqs"] and ROPE_FREQS in tensors:  # else: an unused tensor
         if scaling is not None:
             raise GGUFError(
                 f"the GGUF file has both {ROPE_FREQS} and {key['scaling_type']} "
@@ -253,6 +279,12 @@ def state_dict(config: LlamaConfig, tensors: Mapping[str, Tensor]) -> dict[str, 
     def transform(row: dict[str, Any], tensor: Tensor) -> dict[str, Tensor]:
         heads = UNPERMUTE.fullmatch(row.get("transform", ""))  # the description's rows
         if heads is not None:
+            wanted = (getattr(config, heads[1]) * config.head_dim, config.d_model)
+            if tuple(tensor.shape) != wanted:  # refused by name before un-permuting
+                raise GGUFError(
+                    f"the GGUF file's tensor {row['name']!r} has shape {tuple(tensor.shape)}; "
+                    f"the file's {config.architecture}.* keys imply {wanted}"
+                )
             tensor = unpermute_rotary_rows(tensor, getattr(config, heads[1]))
         return {row["part"]: tensor}
 

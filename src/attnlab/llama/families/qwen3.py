@@ -17,9 +17,9 @@ from torch import Tensor
 from ..blocks import LayerParts
 from ..config import LlamaConfig
 from .description import rename
-from .llama import Rotaries, read_config, softmax_layer
+from .llama import LAYER_KINDS, Rotaries, read_config, softmax_layer
 
-__all__ = ["ARCHITECTURE", "config_from_gguf", "layer_parts", "state_dict"]
+__all__ = ["ARCHITECTURE", "LAYER_KINDS", "config_from_gguf", "layer_parts", "state_dict"]
 
 ARCHITECTURE = "qwen3"
 

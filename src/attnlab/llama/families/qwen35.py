@@ -12,6 +12,7 @@ groups them by key head: each is undone here, the converter's steps inverted.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -28,9 +29,18 @@ from ..gguf_file import GGUFError
 from .description import describe, read_metadata, rename
 from .llama import Rotaries, read_config
 
-__all__ = ["ARCHITECTURE", "config_from_gguf", "layer_parts", "state_dict", "untile_value_heads"]
+__all__ = [
+    "ARCHITECTURE",
+    "LAYER_KINDS",
+    "config_from_gguf",
+    "layer_parts",
+    "state_dict",
+    "untile_value_heads",
+]
 
 ARCHITECTURE = "qwen35"
+BLOCK = re.compile(r"blk\.([0-9]+)\.")  # a block's tensor: its number, ASCII digits only
+LAYER_KINDS = ("linear_attention", "full_attention")  # the layer kinds this family builds
 
 
 def config_from_gguf(metadata: Mapping[str, Any], tensors: Mapping[str, Tensor]) -> LlamaConfig:
@@ -140,6 +150,12 @@ def state_dict(config: LlamaConfig, tensors: Mapping[str, Tensor]) -> dict[str, 
 
     def transform(row: dict[str, Any], tensor: Tensor) -> dict[str, Tensor]:
         names = row.get("transform", "")
+        if "unsqueeze(1)" in names and tensor.dim() != 2:  # the convolution, stored (C, K)
+            C = qk + _size(c.linear_num_value_heads) * Dv  # query, key and value channels
+            raise GGUFError(
+                f"the GGUF file's tensor {row['name']!r} has shape {tuple(tensor.shape)}; "
+                f"the file's {c.architecture}.* keys imply {(C, c.linear_conv_kernel_dim)}"
+            )
         if names == "split_query_gate":  # rows (H, [q_h | gate_h], D, d_model)
             query, gate = OutputGate.split_rows(tensor, c.num_heads, c.head_dim)
             parts = row["part"].split(" + ")
@@ -154,10 +170,8 @@ def state_dict(config: LlamaConfig, tensors: Mapping[str, Tensor]) -> dict[str, 
         return {row["part"]: tensor}
 
     mtp = frozenset(  # the prediction layers' blocks, after the model's: not read
-        name
+        name  # (read_config checked each holds its tensors, and none past block_count)
         for name in tensors
-        if name.startswith("blk.")
-        and name.split(".")[1].isdigit()
-        and int(name.split(".")[1]) >= config.num_layers
+        if (block := BLOCK.match(name)) is not None and int(block[1]) >= config.num_layers
     )
     return rename(config, tensors, transform, mtp)

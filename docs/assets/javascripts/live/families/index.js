@@ -10,13 +10,15 @@ import { readConfig } from "./reader.js";
 
 /** @typedef {import("./reader.js").Config} Config */
 /** @typedef {import("../gguf.js").Tensor} Tensor */
+/** @typedef {import("./reader.js").GgufContents} GgufContents */
 
 /**
  * A family: its description, its config reader and its parts reader.
  * @typedef {object} Family
  * @property {string} architecture
  * @property {import("./reader.js").Description} description
- * @property {(metadata: Record<string, unknown>, tensors?: Record<string, Tensor>) => Readonly<Config>} configFromGguf
+ * @property {(file: GgufContents) => Readonly<Config>} configFromGguf the config of a parsed
+ *   file (gguf.js's GgufFile: its metadata, their GGUF types, its tensors)
  * @property {(tensors: Record<string, Tensor>, config: Config) => import("../model.js").ModelParts} partsFromGguf
  */
 
@@ -27,7 +29,7 @@ export const FAMILIES = Object.fromEntries(Object.entries(DESCRIPTIONS).map(([ar
   const family = {
     architecture,
     description,
-    configFromGguf: (metadata, tensors = {}) => readConfig(description, metadata, tensors),
+    configFromGguf: (file) => readConfig(description, file),
     partsFromGguf: (tensors, config) => readParts(description, tensors, config),
   };
   return [architecture, family];

@@ -5,9 +5,17 @@
 // metadata keys in the description's order, with its defaults and refusals, the same
 // error words; the tensors by name, each becoming the part the description names.
 // No GGUF tensor name or metadata key is written here: they are the description's.
-import { repr, shapeText } from "../gguf.js";
+import { checkFinite, floatText, repr, shapeText, typedRepr } from "../gguf.js";
 
 /** @typedef {import("../gguf.js").Tensor} Tensor */
+/**
+ * What the reader reads of a parsed file (gguf.js's GgufFile): the metadata by key, each
+ * key's GGUF value type ("uint32", "float32", "array[int32]", ...), the tensors by name.
+ * @typedef {object} GgufContents
+ * @property {Record<string, unknown>} metadata
+ * @property {Record<string, string>} types
+ * @property {Record<string, Tensor>} tensors
+ */
 /** @typedef {import("../layers/rotary.js").RopeScaling} RopeScaling */
 
 /**
@@ -70,45 +78,82 @@ export function makeConfig(fields) {
 }
 
 /**
- * A metadata value checked against its row's type; refused naming the key.
+ * A metadata value checked against its row's type, as attnlab.llama checks it; refused
+ * naming the key. The integer types (count, token_id, natural, count_array) need a GGUF
+ * integer type (a float32 128.0 is refused, as the package and llama.cpp refuse it) and
+ * at most 2**53 - 1 (gguf.js gives a larger 64-bit value as a BigInt); a `number` may be
+ * any numeric type (a BigInt becomes a Number). `type` is the key's GGUF value type;
+ * without one (metadata built by hand) a value is typed by what it is.
  * @param {Record<string, any>} row
  * @param {string} key
- * @param {unknown} value
+ * @param {{value: unknown, type?: string}} read the value and its GGUF type
  * @returns {unknown}
  */
-function checkType(row, key, value) {
+function checkType(row, key, { value, type }) {
+  const show = () => typedRepr(value, type);
+  const intType = type === undefined || /^u?int/.test(type);
   const isInt = (/** @type {unknown} */ v) => typeof v === "number" && Number.isInteger(v);
-  if (row.type === "count" && !(isInt(value) && /** @type {number} */ (value) >= 1)) {
-    throw new RangeError(`the GGUF's ${key} must be a positive int; got ${repr(value)}`);
+  const tooLarge = (/** @type {unknown} */ v) => typeof v === "bigint" && v > 0n;
+  if (["count", "token_id", "natural"].includes(row.type) && tooLarge(value)) {
+    throw new RangeError(`the GGUF's ${key} must be at most 2**53 - 1; got ${show()}`);
+  }
+  if (row.type === "count_array" && Array.isArray(value) && value.some(tooLarge)) {
+    throw new RangeError(`the GGUF's ${key} must hold ints of at most 2**53 - 1; got ${show()}`);
+  }
+  if (row.type === "count" && !(intType && isInt(value) && /** @type {number} */ (value) >= 1)) {
+    throw new RangeError(`the GGUF's ${key} must be a positive int; got ${show()}`);
   }
   if (row.type === "number") {
-    if (typeof value !== "number" || !(value > 0)) throw new RangeError(`the GGUF's ${key} must be a number > 0; got ${repr(value)}`);
-    if (!Number.isFinite(value)) throw new RangeError(`the GGUF's ${key} must be finite; got ${repr(value)}`);
+    const number = typeof value === "bigint" ? Number(value) : value;
+    if (typeof number !== "number" || !(number > 0)) throw new RangeError(`the GGUF's ${key} must be a number > 0; got ${show()}`);
+    if (!Number.isFinite(number)) throw new RangeError(`the GGUF's ${key} must be finite; got ${show()}`);
+    return number;
   }
-  if (row.type === "token_id" && !(isInt(value) && /** @type {number} */ (value) >= 0)) {
+  if (row.type === "token_id" && !(intType && isInt(value) && /** @type {number} */ (value) >= 0)) {
     // the range (the vocabulary) is the tokenizer's check (tokenizer.js's checkVocabulary)
-    throw new RangeError(`the GGUF's ${key} must be a token id (an int >= 0); got ${repr(value)}`);
+    throw new RangeError(`the GGUF's ${key} must be a token id (an int >= 0); got ${show()}`);
   }
-  if (row.type === "natural" && !(isInt(value) && /** @type {number} */ (value) >= 0)) {
-    throw new RangeError(`the GGUF's ${key} must be an int >= 0; got ${repr(value)}`);
+  if (row.type === "natural" && !(intType && isInt(value) && /** @type {number} */ (value) >= 0)) {
+    throw new RangeError(`the GGUF's ${key} must be an int >= 0; got ${show()}`);
   }
-  if (row.type === "string" && typeof value !== "string") throw new RangeError(`the GGUF's ${key} must be a string; got ${repr(value)}`);
-  if (row.type === "count_array" && !(Array.isArray(value) && value.every((v) => isInt(v) && v >= 0))) {
-    throw new RangeError(`the GGUF's ${key} must be an array of ints >= 0; got ${repr(value)}`);
+  if (row.type === "string" && typeof value !== "string") throw new RangeError(`the GGUF's ${key} must be a string; got ${show()}`);
+  const intItems = type === undefined || /^array\[u?int/.test(type);
+  if (row.type === "count_array" && !(Array.isArray(value) && value.every((v) => intItems && isInt(v) && v >= 0))) {
+    throw new RangeError(`the GGUF's ${key} must be an array of ints >= 0; got ${show()}`);
   }
   return value;
+}
+
+/**
+ * A row with `refuse`: "present" refuses any value, "nonzero" one that is not 0; a
+ * "nonzero" row's value must still be of its type (natural: an integer; number: not a bool).
+ * @param {Record<string, any>} row
+ * @param {{key: string, arch: string}} names the row's full key and the family
+ * @param {{value: unknown, type?: string}} read
+ */
+function checkRefused(row, { key, arch }, read) {
+  if (row.refuse === "nonzero") {
+    if (row.type === "natural") checkType(row, key, read);
+    else if (typeof read.value !== "number" && typeof read.value !== "bigint") {
+      throw new RangeError(`the GGUF's ${key} must be a number; got ${typedRepr(read.value, read.type)}`);
+    }
+    if (read.value === 0) return;
+  }
+  throw new RangeError(
+    `the GGUF's ${key} is ${typedRepr(read.value, read.type)}; attnlab.llama's ${arch} family does not read it (${row.refuse === "present" ? "it must be absent" : "only 0"})`
+  );
 }
 
 /**
  * Every metadata row in the description's order: its value (or default) by field name,
  * and the rope-scaling group's values by the key's last part.
  * @param {Description} description
- * @param {Record<string, unknown>} metadata
- * @param {Record<string, Tensor>} tensors
+ * @param {GgufContents} file
  * @returns {{values: Record<string, any>, keyOf: Record<string, string>}} by each row's field
- *   or name: its value, and the full key it came from (for messages)
+ *   or name: its value, and the full key it came from (for messages; a value taken from an
+ *   earlier field: that field's key)
  */
-function readRows(description, metadata, tensors) {
+function readRows(description, { metadata, types, tensors }) {
   const arch = description["general.architecture"];
   /** @type {Record<string, any>} */
   const values = {};
@@ -117,22 +162,22 @@ function readRows(description, metadata, tensors) {
   for (const row of description.metadata) {
     const key = row.key.replace("{arch}", arch);
     let value = metadata[key];
+    const present = value !== undefined;
     if (row.refuse) {
-      if (value !== undefined && (row.refuse === "present" || value !== 0)) {
-        throw new RangeError(
-          `the GGUF's ${key} is ${repr(value)}; attnlab.llama's ${arch} family does not read it (${row.refuse === "present" ? "it must be absent" : "only 0"})`
-        );
-      }
+      if (present) checkRefused(row, { key, arch }, { value, type: types[key] });
       continue;
     }
-    if (value !== undefined) value = checkType(row, key, value);
+    if (present) value = checkType(row, key, { value, type: types[key] });
     else if (!row.default) throw new RangeError(`the GGUF file lacks the metadata key '${key}'`);
     else value = defaultOf(row.default, { values, keyOf, key }, { metadata, tensors });
     if (row.allowed && !row.allowed.includes(value)) {
-      throw new RangeError(`the GGUF's ${key} is ${repr(value)}; attnlab.llama's ${arch} family reads ${row.allowed.map(repr).join(", ")}`);
+      // a number row's values are floats to attnlab.llama: 10000.0
+      const show = (/** @type {unknown} */ v) => (row.type === "number" && typeof v === "number" ? floatText(v) : repr(v));
+      throw new RangeError(`the GGUF's ${key} is ${show(value)}; attnlab.llama's ${arch} family reads ${row.allowed.map(show).join(", ")}`);
     }
     const label = row.field || row.name;
-    if (label) [values[label], keyOf[label]] = [value, key];
+    const source = !present && row.default && "field" in row.default ? keyOf[row.default.field] : key;
+    if (label) [values[label], keyOf[label]] = [value, source];
   }
   return { values, keyOf };
 }
@@ -158,7 +203,8 @@ function defaultOf(rule, { values, keyOf, key }, { metadata, tensors }) {
   }
   if ("tensor_rows" in rule) {
     const tokens = metadata["tokenizer.ggml.tokens"];
-    return checkType({ type: "count" }, key, tensors[rule.tensor_rows]?.rows ?? (Array.isArray(tokens) ? tokens.length : 0));
+    const rows = tensors[rule.tensor_rows]?.rows ?? (Array.isArray(tokens) ? tokens.length : 0);
+    return checkType({ type: "count" }, key, { value: rows });
   }
   throw new Error(`a description's default must be value, field, quotient or tensor_rows; got ${JSON.stringify(rule)}`);
 }
@@ -177,6 +223,14 @@ function ropeScaling(description, { values, keyOf }, tensors) {
   /** @type {RopeScaling | null} */
   let scaling = null;
   if (type !== undefined && type !== "none" && factor !== undefined && factor !== 1) {
+    if (factor < 1) { // refused by name before a scaling is built, as attnlab.llama
+      throw new RangeError(`the GGUF's ${keyOf.scaling_factor} must be at least 1 (a scaling stretches the positions); got ${floatText(factor)}`);
+    }
+    if (type === "yarn" && !(values.yarn_beta_fast > values.yarn_beta_slow)) {
+      throw new RangeError(
+        `the GGUF's ${keyOf.yarn_beta_fast} (${floatText(values.yarn_beta_fast)}) must be greater than ${keyOf.yarn_beta_slow} (${floatText(values.yarn_beta_slow)})`
+      );
+    }
     scaling = type === "linear" ? { type: "linear", factor }
       : {
         type: "yarn", factor, original_length: values.scaling_original_length, beta_fast: values.yarn_beta_fast,
@@ -189,9 +243,13 @@ function ropeScaling(description, { values, keyOf }, tensors) {
       `the GGUF file has both ${description.rope_freqs.tensor} and ${keyOf.scaling_type} ${repr(type)} (factor ${factor}); attnlab.llama reads one rotary scaling`
     );
   }
-  return llama3Scaling(freqs.toFloat32(), {
-    headDim: values.head_dim, theta: values.rope_theta, name: description.rope_freqs.tensor,
-  });
+  const name = description.rope_freqs.tensor;
+  const [got, wanted] = [[...freqs.dims].reverse(), [values.head_dim / 2]];
+  if (got.join() !== wanted.join()) {
+    throw new RangeError(`the GGUF file's tensor '${name}' has shape ${shapeText(got)}; the file's ${description["general.architecture"]}.* keys imply ${shapeText(wanted)}`);
+  }
+  checkFinite(freqs); // attnlab.llama reads this tensor first: refused by name if not finite
+  return llama3Scaling(freqs.toFloat32(), { headDim: values.head_dim, theta: values.rope_theta, name });
 }
 
 /**
@@ -205,6 +263,9 @@ function ropeScaling(description, { values, keyOf }, tensors) {
  */
 function llama3Scaling(factors, { headDim, theta, name }) {
   const factor = Math.max(...factors);
+  if (!(factor >= 1)) {
+    throw new RangeError(`the GGUF file's ${name} must hold factors >= 1 (Llama 3.1's rotary scaling); got a largest factor of ${floatText(factor)}`);
+  }
   const s = { factor, low_freq_factor: 1.0, high_freq_factor: 4.0, original_length: 8192 };
   for (let i = 0; i < headDim / 2; i++) {
     const wavelen = (2 * Math.PI) / Math.fround(1 / Math.fround(theta ** Math.fround((2 * i) / headDim)));
@@ -246,26 +307,34 @@ function layerTypes(description, values) {
 
 /**
  * The config a GGUF file's metadata (and its tensors' names) describe, as attnlab.llama
- * reads it for this family; with the tensors given, every tensor the config implies is
- * checked present with its shape, none unused.
+ * reads it for this family; every tensor the config implies is checked present with its
+ * shape, none unused (a file of no tensors is refused as the package refuses it).
  * @param {Description} description
- * @param {Record<string, unknown>} metadata
- * @param {Record<string, Tensor>} [tensors]
+ * @param {GgufContents} file the parsed file (gguf.js's GgufFile)
  * @returns {Readonly<Config>}
  */
-export function readConfig(description, metadata, tensors = {}) {
+export function readConfig(description, file) {
   const arch = description["general.architecture"];
-  const read = readRows(description, metadata, tensors);
+  const { metadata, tensors } = file;
+  const read = readRows(description, file);
   const { values, keyOf } = read;
   /** @type {Record<string, any>} */
   const fields = Object.fromEntries(Object.entries(values).filter(([name]) => name in CONFIG_DEFAULTS));
   const blocks = new Set(Object.keys(tensors).filter((name) => name.startsWith("blk.")).map((name) => name.split(".")[1]));
-  if (Object.keys(tensors).length && fields.num_layers !== blocks.size) {
+  if (fields.num_layers !== blocks.size) {
     throw new RangeError(`the GGUF's ${keyOf.num_layers} is ${fields.num_layers}, but the file holds tensors of ${blocks.size} block(s)`);
   }
   const mtp = values.mtp_layers ?? 0; // Qwen3.5's prediction layers: counted in block_count, not read
   if (mtp >= fields.num_layers) {
     throw new RangeError(`the GGUF's ${keyOf.mtp_layers} (${mtp}) must be less than ${keyOf.num_layers} (${fields.num_layers})`);
+  }
+  for (let block = fields.num_layers - mtp; block < fields.num_layers; block++) { // each MTP block: llama.cpp's tensors
+    for (const row of description.mtp_blocks?.required ?? []) {
+      const name = row.replace("{i}", String(block));
+      if (!(name in tensors)) {
+        throw new RangeError(`the GGUF's ${keyOf.mtp_layers} is ${mtp}, so block ${block} is a multi-token-prediction block; it lacks its tensor '${name}'`);
+      }
+    }
   }
   fields.num_layers -= mtp;
   values.num_layers = fields.num_layers;
@@ -307,7 +376,7 @@ export function readConfig(description, metadata, tensors = {}) {
       ? (fields.num_layers === 62 ? fields.d_model / fields.num_heads : fields.head_dim)
       : null,
   });
-  if (Object.keys(tensors).length) checkTensors(description, tensors, config);
+  checkTensors(description, tensors, config);
   return config;
 }
 

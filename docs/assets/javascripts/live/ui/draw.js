@@ -8,7 +8,7 @@
 // signed implicit attention on a diverging scale.
 import { bar, el, shadePercent } from "../../explorer.js";
 import { isAblated } from "./state.js";
-import { largestMagnitude, layerNote, seen, written } from "./layers.js";
+import { largestMagnitude, layerNote, matrixCaption, seen, written } from "./layers.js";
 
 export { el };
 
@@ -95,6 +95,7 @@ export function renderTokens(box, state, result) {
  * @property {{input: HTMLInputElement, out: HTMLElement}} head
  * @property {[HTMLElement, HTMLElement]} captionAndBars
  * @property {HTMLCanvasElement} matrix
+ * @property {HTMLElement} matrixCaption  the caption under the matrix (layers.js matrixCaption)
  * @property {HTMLElement} legend  what the matrix's colours and marks mean for this layer
  */
 
@@ -117,9 +118,13 @@ export function renderHead(view, state, result) {
   layer.input.setAttribute("aria-valuetext", `layer ${state.layer}`);
   head.input.setAttribute("aria-valuetext", `head ${state.head}`);
   const off = isAblated(state.ablate, state.layer, state.head) ? " (knocked out: its weights are shown, its output is not used)" : "";
-  const what = kind.type === "full_attention" ? "" : ` — ${layerNote(kind)}`;
-  captionAndBars[0].textContent =
-    `Layer ${state.layer}, head ${state.head}: where \u201C${words[query].trim()}\u201D (token ${query}) attends${off}${what}`;
+  // the kind is named whenever the model has more than one (a model of full layers only: nothing)
+  const mixed = result.kinds.some((other) => other.type !== "full_attention");
+  const what = mixed ? ` \u2014 ${layerNote(kind)}` : "";
+  const reads = kind.signed ? "what \u201C{w}\u201D (token {q}) takes from each earlier token's value"
+    : "where \u201C{w}\u201D (token {q}) attends";
+  captionAndBars[0].textContent = `Layer ${state.layer}, head ${state.head}: ` +
+    reads.replace("{w}", words[query].trim()).replace("{q}", String(query)) + off + what;
   const bars = captionAndBars[1];
   bars.textContent = "";
   const largest = kind.signed ? largestMagnitude(w, result.T) : 1;
@@ -133,11 +138,16 @@ export function renderHead(view, state, result) {
   }
   renderMatrix(matrix, { query, T: result.T, w, kind });
   renderLegend(view.legend, kind, { largest, T: result.T });
+  const attentionLayer = result.kinds.findIndex((other) => !other.signed);
+  view.matrixCaption.textContent = matrixCaption(kind, {
+    heads: headsOf(result, state.layer), attentionHeads: attentionLayer < 0 ? null : headsOf(result, attentionLayer),
+  });
   const meaning = kind.signed
-    ? `signed values, blue positive and orange negative, the stronger the colour the larger |value| (at most ${largest.toFixed(3)})`
+    ? "signed values, blue for positive and orange for negative, the stronger the colour the larger the value's " +
+      `size (the largest is ${largest.toFixed(3)})`
     : "the stronger the colour, the more weight";
   matrix.setAttribute("aria-label", `Layer ${state.layer}, head ${state.head}: the ${kind.signed ? "implicit attention" : "weight"} ` +
-    `matrix of ${result.T} queries (rows) over ${result.T} keys (columns), ${meaning}` +
+    `matrix of ${result.T} queries (rows) over ${result.T} keys (columns), ${meaning}; later keys masked (dotted)` +
     (kind.window === null ? "" : `; keys more than ${kind.window - 1} tokens back are outside the window (hatched)`) +
     `; row ${query} outlined.`);
 }
@@ -184,7 +194,8 @@ export function renderLegend(legend, kind, { largest, T }) {
  * One head's (T, T) map as a picture: row = query, column = key, shaded as the
  * explorer's cells (shadePercent: the alpha of its colour; a linear layer's values by
  * |value| / the largest, in the positive or the negative colour), later keys masked
- * grey, a sliding layer's keys outside the window hatched and the window's edge dashed,
+ * (left clear and dotted: a texture, never a colour, so never read as a weight, in either
+ * scheme), a sliding layer's keys outside the window hatched and the window's edge dashed,
  * the selected query's row outlined; wide enough cells have their value written. Drawn
  * at the device's pixels: T cells across the canvas's width.
  * @param {HTMLCanvasElement} canvas
@@ -197,19 +208,16 @@ export function renderMatrix(canvas, { query, T, w, kind }) {
   const style = getComputedStyle(canvas);
   const colour = rgba(style.color); // var(--attn-color)
   const negative = rgba(style.columnRuleColor); // var(--attn-negative-color), live.css
-  const masked = rgba(style.borderTopColor); // Material's lightest grey
   const largest = kind.signed ? largestMagnitude(w, T) : 1;
   const cells = new ImageData(T, T);
   for (let i = 0; i < T; i++) {
     for (let k = 0; k < T; k++) {
       const at = 4 * (i * T + k);
-      if (k > i) {
-        cells.data.set(masked, at);
-      } else if (seen(kind, i, k)) {
+      if (seen(kind, i, k)) {
         const value = w(i, k);
         cells.data.set(value < 0 ? negative : colour, at);
         cells.data[at + 3] = Math.round(2.55 * shadePercent(Math.abs(value) / largest));
-      } // outside the window: clear, hatched below
+      } // later keys: clear, dotted below; outside the window: clear, hatched below
     }
   }
   const picture = new OffscreenCanvas(T, T);
@@ -226,6 +234,7 @@ export function renderMatrix(canvas, { query, T, w, kind }) {
   context.drawImage(picture, 0, 0, size, size);
   const cell = size / T;
   const ink = getComputedStyle(canvas.parentElement ?? canvas).color;
+  drawMasked(context, { T, cell, ink, ratio });
   if (kind.window !== null && kind.window < T) drawWindow(context, { T, cell, span: kind.window, ink, ratio });
   if (cell >= WRITTEN_CELL * ratio) { // few tokens: each value written in its cell, as in the explorer's table
     context.fillStyle = ink;
@@ -243,6 +252,40 @@ export function renderMatrix(canvas, { query, T, w, kind }) {
   context.lineWidth = line;
   context.setLineDash([]);
   context.strokeRect(line / 2, query * cell - line / 2, size - line, cell + line);
+}
+
+/**
+ * The later keys (row i: keys i + 1 .. T - 1), masked: clear, with a sparse grid of dots in
+ * the ink's colour. A texture that covers a few percent of the cell reads as "nothing here",
+ * unlike a flat grey, which a dark scheme shows lighter than a weight near 0.
+ * @param {CanvasRenderingContext2D} context
+ * @param {{T: number, cell: number, ink: string, ratio: number}} options
+ */
+function drawMasked(context, { T, cell, ink, ratio }) {
+  if (T < 2) return;
+  const above = new Path2D(); // the staircase region above the diagonal
+  above.moveTo(cell, 0);
+  above.lineTo(T * cell, 0);
+  above.lineTo(T * cell, (T - 1) * cell);
+  for (let j = T - 1; j >= 1; j--) { // left along row j - 1's lower edge, then up to row j - 1's top
+    above.lineTo(j * cell, j * cell);
+    above.lineTo(j * cell, (j - 1) * cell);
+  }
+  above.closePath();
+  const step = Math.max(4, Math.round(5 * ratio)); // the dots' spacing, device px
+  const dot = Math.max(1, Math.round(1.2 * ratio));
+  const tile = new OffscreenCanvas(step, step);
+  const tileContext = tile.getContext("2d");
+  if (!tileContext) return;
+  tileContext.fillStyle = ink;
+  tileContext.fillRect(0, 0, dot, dot);
+  const pattern = context.createPattern(tile, "repeat");
+  if (!pattern) return;
+  context.save();
+  context.globalAlpha = 0.45;
+  context.fillStyle = pattern;
+  context.fill(above);
+  context.restore();
 }
 
 /**
@@ -362,13 +405,18 @@ function overviewValue({ state, result, scores }, { layer, head }) {
 export function renderOverview(view, data) {
   const { state, result, scores } = data;
   const { grid, gridCaption, shadeSelect } = view;
-  const linear = result.kinds.some((kind) => kind.signed)
-    ? " Linear (Gated DeltaNet) layers' cells are unshaded: their values are signed, not weights; scores skip them." : "";
-  gridCaption.textContent = (state.shade === "query"
-    ? `Each cell is a head (row = layer, column = head): the token that query ${state.query} looks at most, shaded by its weight.`
+  const byQuery = state.shade === "query";
+  const linear = !result.kinds.some((kind) => kind.signed) ? ""
+    : byQuery ? " In a linear (Gated DeltaNet) layer the number is in italics and unshaded: it is the key whose " +
+      "value is largest in size, positive or negative, since its values are signed, not weights."
+      : " Linear (Gated DeltaNet) layers show \u2013: the scores are defined on weights, and their values are signed.";
+  const fewer = new Set(result.kinds.map((_, layer) => headsOf(result, layer))).size > 1
+    ? " A row with fewer cells is a layer with fewer heads (a Gated DeltaNet layer counts its value heads)." : "";
+  gridCaption.textContent = (byQuery
+    ? `Each cell is a head (row = layer, column = head): the key that query ${state.query} looks at most, shaded by its weight.`
     : `Each cell is a head (row = layer, column = head): its ${shadeSelect.selectedOptions[0].text} on this text, in [0, 1]` +
       (state.shade === "induction" && !scores.induction
-        ? " (it needs a text that ends with one run of tokens written twice in a row, A B C A B C, the same token ids: a word with and without a space before it is two different tokens; try Repeated random tokens)." : ".")) + linear;
+        ? " (it needs a text that ends with one run of tokens written twice in a row, A B C A B C, the same token ids: a word with and without a space before it is two different tokens; try Repeated random tokens)." : ".")) + linear + fewer;
   grid.textContent = "";
   const headRow = el("tr", {}, [el("th", { scope: "col", text: "layer \u2193 head \u2192" })]);
   for (let h = 0; h < result.heads; h++) headRow.appendChild(el("th", { scope: "col", text: String(h) }));
@@ -382,7 +430,8 @@ export function renderOverview(view, data) {
         continue;
       }
       const value = overviewValue(data, { layer: l, head: h });
-      const signed = result.kinds[l].signed ? " (linear layer: the key of the largest |value|, signed, unshaded)" : "";
+      const signed = !result.kinds[l].signed ? ""
+        : byQuery ? " (linear layer: the key whose value is largest in size, unshaded)" : " (linear layer: no score)";
       const off = isAblated(state.ablate, l, h);
       const selected = l === state.layer && h === state.head;
       const button = el("button", {

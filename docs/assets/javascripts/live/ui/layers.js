@@ -68,20 +68,46 @@ export const unseenReason = (kind, query, key) =>
   key > query ? "masked (a later token)" : seen(kind, query, key) ? "" : `outside the window of ${kind.window} tokens`;
 
 /**
- * A few words on the layer, for its caption: what the numbers are.
+ * A few words on the layer, for the caption above the bars: its kind and what its numbers are.
  * @param {LayerKind} kind
  * @returns {string}
  */
 export function layerNote(kind) {
   if (kind.type === "sliding_attention") {
-    return `a sliding-window layer: each query sees its last ${kind.window} tokens (itself included), ` +
-      "the keys before are outside the window (hatched in the matrix, their weight 0)";
+    return `a sliding-window layer: each query sees only its last ${kind.window} tokens (itself included); ` +
+      "the keys before them are outside the window, weight 0";
   }
   if (kind.type === "linear_attention") {
-    return "a Gated DeltaNet (linear attention) layer: its implicit attention matrix, signed values " +
-      "that are not probabilities (rows need not sum to 1); blue positive, orange negative";
+    return "a Gated DeltaNet (linear attention) layer: signed values, not probabilities (a row need not " +
+      "sum to 1); blue for positive, orange for negative";
   }
-  return "a full-attention layer: softmax weights, each row sums to 1";
+  return "a full-attention layer: softmax weights over every earlier token, each row sums to 1";
+}
+
+/**
+ * The caption under the matrix: what its colours and marks mean for this layer's kind.
+ * @param {LayerKind} kind
+ * @param {{heads: number, attentionHeads: number | null}} counts  this layer's heads; the heads
+ *   of the model's softmax layers (null: it has none)
+ * @returns {string}
+ */
+export function matrixCaption(kind, { heads, attentionHeads }) {
+  const layout = "Row = query, column = key, both from token 0 at the top left.";
+  const rest = "Later keys, above the diagonal, are masked: dotted, never coloured. " +
+    "The selected query's row is outlined; click or tap a row to pick its query.";
+  if (!kind.signed) {
+    return `The head's whole weight matrix. ${layout} The stronger the colour, the more weight (the shade ` +
+      `grows as the square root of the weight, so that small weights show). ${rest}` +
+      (kind.window === null ? "" : " Keys outside the window are hatched: the legend below says more.");
+  }
+  const valueHeads = attentionHeads === null || attentionHeads === heads
+    ? "Its heads are its value heads: each keeps its own state, so each has its own matrix."
+    : `This layer has ${heads} heads where the attention layers have ${attentionHeads}: a Gated DeltaNet ` +
+      "layer's heads are its value heads, and each keeps its own state, so each has its own matrix.";
+  return `The head's implicit attention matrix: how much of each earlier token's value goes into the ` +
+    `query's output. ${layout} The values are signed and are not probabilities. Blue is positive, orange ` +
+    "negative, no colour 0. The stronger the colour, the larger the value's size against the head's " +
+    `largest absolute value (the shade grows as the square root of that ratio). ${rest} ${valueHeads}`;
 }
 
 /**

@@ -75,15 +75,8 @@ function buildView(root, live) {
   v.captionAndBars[1].tabIndex = 0; // the list scrolls in its own box (live.css): reachable by keyboard
   v.matrix = el("canvas", { className: "live__matrix", id: "live-matrix", role: "img" });
   v.legend = el("p", { className: "live__legend", id: "live-legend", hidden: "" });
-  const matrixBox = el("figure", { className: "live__matrix-box" }, [
-    v.matrix,
-    el("figcaption", { text: "The head's whole weight matrix: row = query, column = key, both from token 0 at the top " +
-      "left; the stronger the colour, the more weight (the shade grows as the square root of the weight, so " +
-      "that small weights show); later keys are masked (grey). The selected query's row is " +
-      "outlined; click or tap a row to pick its query. A sliding-window layer, or a linear one (signed values, " +
-      "not weights), says what its marks and colours mean below the picture." }),
-    v.legend,
-  ]);
+  v.matrixCaption = el("figcaption", { id: "live-matrix-caption" }); // per layer kind: layers.js matrixCaption
+  const matrixBox = el("figure", { className: "live__matrix-box" }, [v.matrix, v.matrixCaption, v.legend]);
 
   v.predictionList = el("ol", { className: "live__prediction", id: "live-prediction" });
   v.stepButton = el("button", { type: "button", className: "md-button", id: "live-step", text: "Append the likeliest token" });
