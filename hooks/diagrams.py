@@ -481,8 +481,15 @@ def plot_retrieval(
         colour = ROLE_COLOURS[role]
         corner = (x - width / 2, y - 0.27)
         ax.add_patch(
-            FancyBboxPatch(corner, width, 0.54, boxstyle="round,pad=0.04",
-                           facecolor=colour, edgecolor=colour, alpha=0.9)
+            FancyBboxPatch(
+                corner,
+                width,
+                0.54,
+                boxstyle="round,pad=0.04",
+                facecolor=colour,
+                edgecolor=colour,
+                alpha=0.9,
+            )
         )
         ax.text(x, y, text, ha="center", va="center", color="white", fontweight="bold")
 
@@ -495,8 +502,15 @@ def plot_retrieval(
         _weighted_line(ax, (1.75, middle), (5.1, y), "weights", weight, head="-|>")
         # beside the arrow's tip, on the side its line does not come from
         label_y = y + (0.3 if y >= middle else -0.3)
-        ax.text(4.95, label_y, f"{weight:.2f}", ha="right", va="center",
-                color=ROLE_COLOURS["weights"], fontweight="bold")
+        ax.text(
+            4.95,
+            label_y,
+            f"{weight:.2f}",
+            ha="right",
+            va="center",
+            color=ROLE_COLOURS["weights"],
+            fontweight="bold",
+        )
         _weighted_line(ax, (7.1, y), (8.3, middle), "values", weight, head="-")
     box(9.0, middle, answer, "output", width=1.4)
     ax.text(1.0, middle - 0.55, "query", ha="center", va="top", fontsize="small")

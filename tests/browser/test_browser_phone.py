@@ -280,9 +280,7 @@ def test_a_tap_opens_the_figure_full_size_in_both_schemes(
         link.click()
         dialog = phone.locator("dialog.figure-zoom__dialog")
         dialog.wait_for(state="visible")
-        phone.wait_for_function(
-            "() => document.querySelector('.figure-zoom__image').complete"
-        )
+        phone.wait_for_function("() => document.querySelector('.figure-zoom__image').complete")
         shown = phone.evaluate("""() => {
           const img = document.querySelector('.figure-zoom__image');
           const dialog = img.closest('dialog');

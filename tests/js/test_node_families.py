@@ -111,10 +111,26 @@ def frequency_cases() -> list[dict[str, object]]:
         (64, 500000.0, Llama3Scaling(8.0)),
     ]:
         inv_freq, factor = rope_frequencies(dim, theta, scaling)
-        as_dict = None if scaling is None else {"type": type(scaling).__name__, **dataclasses.asdict(scaling)}
+        as_dict = (
+            None
+            if scaling is None
+            else {"type": type(scaling).__name__, **dataclasses.asdict(scaling)}
+        )
         if as_dict is not None:
-            as_dict["type"] = {"LinearScaling": "linear", "YarnScaling": "yarn", "Llama3Scaling": "llama3"}[as_dict["type"]]
-        cases.append({"dim": dim, "theta": theta, "scaling": as_dict, "inv_freq": inv_freq.tolist(), "attention_factor": factor})
+            as_dict["type"] = {
+                "LinearScaling": "linear",
+                "YarnScaling": "yarn",
+                "Llama3Scaling": "llama3",
+            }[as_dict["type"]]
+        cases.append(
+            {
+                "dim": dim,
+                "theta": theta,
+                "scaling": as_dict,
+                "inv_freq": inv_freq.tolist(),
+                "attention_factor": factor,
+            }
+        )
     return cases
 
 

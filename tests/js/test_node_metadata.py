@@ -34,7 +34,14 @@ def package_answers(folder: Path) -> list[dict[str, object]]:
         except (ValueError, TypeError) as error:  # GGUFError is a ValueError
             assert case.refusal is not None, f"{case.name}: refused by the package: {error}"
             assert case.refusal in str(error), f"{case.name}: {error}"
-            answers.append({"name": case.name, "file": str(case.path), "refusal": str(error), "expected": case.refusal})
+            answers.append(
+                {
+                    "name": case.name,
+                    "file": str(case.path),
+                    "refusal": str(error),
+                    "expected": case.refusal,
+                }
+            )
             continue
         assert case.refusal is None, f"{case.name}: loaded by the package, should be refused"
         config = model.config.to_dict()

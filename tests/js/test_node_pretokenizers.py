@@ -30,7 +30,8 @@ TEXTS = [
     "nbsp\u00a0here,\u2003em\u3000ideographic \u2028line\u2029para",
     "!!!\n\n???\r\n... ;;\n  end   ",
     "<|im_start|>user\nHi!<|im_end|>\n",
-    "e\u0301cole nai\u0308ve\u0301x, \u0915\u093f\u0924\u093e\u092c 1\u0301 !\u0301?",  # combining marks (qwen35)
+    # combining marks (qwen35 keeps them inside words)
+    "e\u0301cole nai\u0308ve\u0301x, \u0915\u093f\u0924\u093e\u092c 1\u0301 !\u0301?",
 ]
 
 

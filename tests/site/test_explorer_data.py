@@ -115,6 +115,7 @@ def test_built_site_ships_the_same_data(built_site: Path) -> None:
 def test_recall_data_comes_from_the_trained_and_untrained_models() -> None:
     """Every question's weights are the models' own, and the trained model answers right."""
     from attnlab import recall
+
     RECALL_SEQUENCES, recall_data = explorer.RECALL_SEQUENCES, explorer.recall_data
 
     data = recall_data()
