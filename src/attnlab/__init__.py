@@ -22,7 +22,7 @@ from .attention_heads import AttentionHeads, AttentionOutput, HeadProjections, M
 from .backends import BACKENDS, Backend, attend, register_kernel
 from .causal import CausalAttention
 from .check import AttentionCheck, check_causal_self_attention
-from .delta_rule import gated_delta_attention_matrix, gated_delta_rule
+from .delta_rule import gated_delta_attention_matrix, gated_delta_attention_rows, gated_delta_rule
 from .flash import FlashOutput, flash_attention, flash_visited_blocks
 from .functional import (
     AttentionCall,
@@ -133,6 +133,7 @@ __all__ = [
     "flash_attention",
     "flash_visited_blocks",
     "gated_delta_attention_matrix",
+    "gated_delta_attention_rows",
     "gated_delta_rule",
     "kv_cache_bytes_per_token",
     "mask_from_torch",

@@ -39,7 +39,7 @@ from ._validation import (
 )
 from .functional import compute_dtype
 
-__all__ = ["gated_delta_attention_matrix", "gated_delta_rule"]
+__all__ = ["gated_delta_attention_matrix", "gated_delta_attention_rows", "gated_delta_rule"]
 
 
 def _check_heads_first(name: str, tensor: Tensor, wanted: str, shape: tuple[int, ...]) -> None:
@@ -244,3 +244,55 @@ def gated_delta_attention_matrix(query: Tensor, key: Tensor, g: Tensor, beta: Te
     q = q.to(compute) * q.shape[-1] ** -0.5
     reads, writes, _ = _within_chunks(q, k.to(compute), log_decay.to(compute), rate.to(compute))
     return (reads @ writes).to(query.dtype)
+
+
+def gated_delta_attention_rows(
+    query: Tensor, key: Tensor, g: Tensor, beta: Tensor, past_writes: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
+    """The implicit attention's rows for new tokens after cached ones: ``(rows, writes)``.
+
+    After token ``t`` the state is ``S_t = sum_s u_s v_s^T``: what each token wrote, as
+    decayed and corrected since. Token ``t`` decays and corrects every earlier write,
+    ``u_s <- (I - beta_t k_t k_t^T) exp(g_t) u_s``, adds its own, ``u_t = beta_t k_t``,
+    and reads ``A[t, s] = q_t . u_s / sqrt(Dk)``. ``past_writes`` are the cached tokens'
+    ``u``'s; without them the rows are
+    [`gated_delta_attention_matrix`][attnlab.gated_delta_attention_matrix]'s. One token at
+    a time: for decoding, where the closed form would start again from the first token.
+
+    Args:
+        query: Queries of the new tokens, as the rule takes them.
+        key: Their keys.
+        g: Their log decays, ``<= 0``.
+        beta: Their write strengths.
+        past_writes: The ``u``'s after the cached tokens (``None``: no cached tokens).
+
+    Returns:
+        ``rows`` in query's dtype and every token's ``writes`` (pass them back next time).
+
+    Shape:
+        query, key: ``(B, H, T, Dk)``; g, beta: ``(B, H, T)``; past_writes: ``(B, H, S, Dk)``;
+        rows: ``(B, H, T, S + T)``; writes: ``(B, H, S + T, Dk)``.
+    """
+    q, k, _, log_decay, rate = _check_inputs(query, key, None, g, beta)
+    compute = compute_dtype(q.dtype)
+    B, H, T, Dk = q.shape
+    if past_writes is None:
+        past_writes = q.new_zeros(B, H, 0, Dk, dtype=compute)
+    _check_heads_first(
+        "past_writes", past_writes, f"(B, H, S, Dk) = ({B}, {H}, S, {Dk})", (B, H, -1, Dk)
+    )
+    q = q.to(compute) * Dk**-0.5
+    k, decay, rate = k.to(compute), log_decay.to(compute).exp(), rate.to(compute)
+    writes, rows = past_writes.to(compute), []
+    for t in range(T):
+        k_t = k[:, :, t, None, :]  # (B, H, 1, Dk)
+        decayed = writes * decay[:, :, t, None, None]  # (B, H, S + t, Dk)
+        corrected = (
+            decayed - rate[:, :, t, None, None] * (decayed * k_t).sum(-1, keepdim=True) * k_t
+        )
+        writes = torch.cat(
+            [corrected, rate[:, :, t, None, None] * k_t], dim=2
+        )  # (B, H, S + t + 1, Dk)
+        row = (writes @ q[:, :, t, :, None]).squeeze(-1)  # (B, H, S + t + 1)
+        rows.append(F.pad(row, (0, T - t - 1)))
+    return torch.stack(rows, dim=2).to(query.dtype), writes

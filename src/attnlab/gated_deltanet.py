@@ -32,7 +32,7 @@ from ._validation import (
     format_shape,
 )
 from .attention_heads import AttentionOutput
-from .delta_rule import gated_delta_attention_matrix, gated_delta_rule
+from .delta_rule import gated_delta_attention_matrix, gated_delta_attention_rows, gated_delta_rule
 from .functional import compute_dtype
 
 __all__ = ["DeltaRuleInputs", "GatedDeltaNet", "GatedDeltaNetCache"]
@@ -72,11 +72,16 @@ class GatedDeltaNetCache:
         conv_state: The convolution's last ``conv_kernel_size - 1`` inputs (zeros
             before the first token), ``(B, 2 * Hk * Dk + Hv * Dv, K - 1)``.
         recurrent_state: The delta rule's state ``(B, Hv, Dk, Dv)``.
+        writes: Only when the first pass asked for the implicit attention: every cached
+            token's write as decayed and corrected since, ``(B, Hv, S, Dk)``
+            ([`gated_delta_attention_rows`][attnlab.gated_delta_attention_rows]), so
+            later passes can give their rows too. It grows with the text.
     """
 
     def __init__(self) -> None:
         self.conv_state: Tensor | None = None
         self.recurrent_state: Tensor | None = None
+        self.writes: Tensor | None = None
         self._length = 0
 
     def __len__(self) -> int:
@@ -84,8 +89,9 @@ class GatedDeltaNetCache:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the two states."""
-        return sum(t.nbytes for t in (self.conv_state, self.recurrent_state) if t is not None)
+        """Bytes held by the two states (and the writes, if kept)."""
+        held = (self.conv_state, self.recurrent_state, self.writes)
+        return sum(t.nbytes for t in held if t is not None)
 
     @property
     def batch_size(self) -> int | None:
@@ -178,11 +184,12 @@ class GatedDeltaNet(nn.Module):
             x: The tokens, after the cached ones if ``cache`` is given.
             cache: Optional [`GatedDeltaNetCache`][attnlab.GatedDeltaNetCache], read and
                 updated.
-            need_weights: Also return the implicit attention of this call's tokens
-                (with an empty cache only: the state's past has no per-token weights).
+            need_weights: Also return the implicit attention of this call's tokens over
+                every token so far; after cached tokens only if the cache's first pass
+                asked for it too (the cache then keeps each token's write).
 
         Returns:
-            ``AttentionOutput(output, attn_weights)``; weights ``(B, Hv, T, T)`` or ``None``.
+            ``AttentionOutput(output, attn_weights)``; weights ``(B, Hv, T, S)`` or ``None``.
         """
         x = check_features("x", x, self.d_model, width_name="d_model")
         check_module_input("x", x, self.in_proj_qkv.weight)
@@ -202,8 +209,12 @@ class GatedDeltaNet(nn.Module):
             cache.update(conv_state, state, T)
         output = self._out(core.to(x.dtype), gate)  # (B, T, d_model)
         weights = None
-        if need_weights:
-            q, k, _, g, beta = inputs
+        q, k, _, g, beta = inputs
+        if cache is not None and (cache.writes is not None or need_weights):
+            past = cache.writes  # None on the first pass: the history starts here
+            rows, cache.writes = gated_delta_attention_rows(q, k, g, beta, past)  # (B, Hv, T, S)
+            weights = rows.to(x.dtype) if need_weights else None
+        elif need_weights:
             weights = gated_delta_attention_matrix(q, k, g, beta).to(x.dtype)  # (B, Hv, T, T)
         if x.dim() == 2:
             output = output.squeeze(0)
@@ -267,10 +278,11 @@ class GatedDeltaNet(nn.Module):
             raise ValueError(
                 f"x must have the cache's batch size {cache.batch_size}; got a batch of {batch}"
             )
-        if need_weights and len(cache):
+        if need_weights and len(cache) and cache.writes is None:
             raise ValueError(
-                "need_weights=True needs an empty cache (the implicit attention covers one "
-                f"pass from a zero state); got a cache of {len(cache)} tokens"
+                "need_weights=True after cached tokens needs the cache's writes: ask for the "
+                f"weights on the cache's first pass too; got a cache of {len(cache)} tokens "
+                "without them"
             )
 
     @staticmethod

@@ -17,6 +17,7 @@ from attnlab import (
     GatedDeltaNetCache,
     examples,
     gated_delta_attention_matrix,
+    gated_delta_attention_rows,
     gated_delta_rule,
 )
 
@@ -337,6 +338,42 @@ def test_gradients_equal_transformers() -> None:
         torch.testing.assert_close(p.grad, expected[name], atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_rows_after_a_history_equal_the_whole_matrix(dtype: torch.dtype) -> None:
+    """gated_delta_attention_rows chunk by chunk (5, 1, 1, 4 tokens) = the closed form's rows."""
+    inputs = rule_inputs(dtype, T=11)
+    q, k, g, beta = (inputs[name] for name in ("query", "key", "g", "beta"))
+    whole = gated_delta_attention_matrix(q, k, g, beta)  # (B, H, 11, 11)
+    writes, start = None, 0
+    for size in (5, 1, 1, 4):
+        part = slice(start, start + size)
+        rows, writes = gated_delta_attention_rows(
+            q[:, :, part], k[:, :, part], g[:, :, part], beta[:, :, part], writes
+        )
+        tol = 1e-5 if dtype == torch.float32 else 1e-12
+        torch.testing.assert_close(rows, whole[:, :, part, : start + size], atol=tol, rtol=tol)
+        start += size
+    with pytest.raises(ValueError, match=r"past_writes must have shape \(B, H, S, Dk\)"):
+        gated_delta_attention_rows(q, k, g, beta, writes[:, :1])
+
+
+def test_layer_gives_the_implicit_attention_during_cached_decoding() -> None:
+    """Weights asked on every pass, chunk by chunk through a cache = one pass's matrix rows."""
+    torch.manual_seed(0)
+    layer = GatedDeltaNet(32, 2, 4, 8, 6, chunk_size=4).eval()
+    x = torch.randn(2, 9, 32)
+    _, whole = layer(x, need_weights=True)  # (2, 4, 9, 9)
+    cache = layer.new_cache()
+    start = 0
+    for size in (6, 1, 2):
+        _, rows = layer(x[:, start : start + size], cache=cache, need_weights=True)
+        torch.testing.assert_close(
+            rows, whole[:, :, start : start + size, : start + size], atol=1e-5, rtol=1e-5
+        )
+        start += size
+    assert cache.writes is not None and cache.writes.shape == (2, 4, 9, 8)
+
+
 def test_layer_refuses_bad_calls_by_name() -> None:
     torch.manual_seed(0)
     layer = GatedDeltaNet(32, 2, 4, 8, 6)
@@ -352,7 +389,7 @@ def test_layer_refuses_bad_calls_by_name() -> None:
     layer(torch.zeros(2, 5, 32), cache=cache)
     with pytest.raises(ValueError, match="x must have the cache's batch size 2; got a batch of 3"):
         layer(torch.zeros(3, 1, 32), cache=cache)
-    with pytest.raises(ValueError, match="need_weights=True needs an empty cache"):
+    with pytest.raises(ValueError, match="need_weights=True after cached tokens needs the cache's"):
         layer(torch.zeros(2, 1, 32), cache=cache, need_weights=True)
     with pytest.raises(ValueError, match="num_key_heads must divide num_value_heads = 4; got 3"):
         GatedDeltaNet(32, 3, 4, 8, 6)

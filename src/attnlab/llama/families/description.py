@@ -106,7 +106,8 @@ def read_metadata(
 
     Returns each value under its row's config ``field`` (``"num_heads"``) or ``name``
     (a value the family's code reads, ``"scaling_type"``), and the full key it came
-    from under ``"key:<field or name>"`` (for messages: no key is spelt in Python).
+    from under ``"key:<field or name>"`` (for messages: no key is spelt in Python; a
+    value defaulted to an earlier field's is named by that field's key).
 
     Raises:
         GGUFError: A required key missing, a value of the wrong type, a value not
