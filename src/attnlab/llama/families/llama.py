@@ -234,7 +234,7 @@ def read_config(
             f"the GGUF's {key['rotary_dim']} must be even and at most the head width {D}; got {R}"
         )
     scaling = rope_scaling(values)
-    if describe(arch)["rope_freqs"] and ROPE_FREQS in tensors:  # else: an unused tensor
+    if describe(arch).get("rope_freqs") and ROPE_FREQS in tensors:  # else: an unused tensor
         if scaling is not None:
             raise GGUFError(
                 f"the GGUF file has both {ROPE_FREQS} and {key['scaling_type']} "
