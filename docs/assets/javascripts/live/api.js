@@ -44,6 +44,8 @@ import { openCache } from "./cache.js";
  * @property {number} num_layers
  * @property {number} num_heads
  * @property {number} vocab_size
+ * @property {number} bos_token_id
+ * @property {number} eos_token_id
  * @property {string[]} [layer_types]  each layer's mixer, transformers' names
  * @property {number[]} [layer_heads]  each layer's heads (a Gated DeltaNet layer's value heads)
  * @property {number | null} [sliding_window]  the window of the sliding layers, in tokens

@@ -18,19 +18,21 @@ export const REPEAT_LENGTH = 10; // tokens in one copy of the induction experime
  * @property {number | null} length  the repeated sequence's length
  */
 
-// `length` random tokens (ids 1000 .. vocab_size - 1, seeded), written twice after
-// token 0: interpret.repeated_random_tokens's recipe (the page's generator, mulberry32,
-// not torch's).
+// `length` random tokens (ids 1000 .. vocab_size - 1, seeded; from half the vocabulary
+// in one under 2,000), written twice after `firstToken`: interpret.repeated_random_tokens's
+// recipe (the page's generator, mulberry32, not torch's).
 /**
  * @param {number} length
  * @param {number} seed
- * @param {number} vocabSize
+ * @param {{vocabSize: number, firstToken: number}} options firstToken: the id before the
+ *   copies (SmolLM2's <|endoftext|>, 0, as in Python; another model's start token)
  * @returns {number[]}
  */
-export function repeatedRandomTokens(length, seed, vocabSize) {
+export function repeatedRandomTokens(length, seed, { vocabSize, firstToken }) {
   const next = mulberry32(seed);
-  const copy = Array.from({ length }, () => 1000 + (next() % (vocabSize - 1000)));
-  return [0, ...copy, ...copy];
+  const low = Math.min(1000, Math.floor(vocabSize / 2));
+  const copy = Array.from({ length }, () => low + (next() % (vocabSize - low)));
+  return [firstToken, ...copy, ...copy];
 }
 
 /**

@@ -181,6 +181,7 @@ function build(root) {
   let scores = null;
   let running = null;
   let generating = false;
+  let pageModel = true; // the page's own SmolLM2, not a file the reader opened
   const sizeMiB = Math.round(live.modelBytes / MiB);
   /** @param {string} text */
   const setStatus = (text) => { v.status.textContent = text; };
@@ -397,6 +398,7 @@ function build(root) {
   // The view for a loaded model (the site's, or the reader's own file).
   /** @param {LiveInfo} info @param {boolean} [ownFile] */
   async function showModel(info, ownFile = false) {
+    pageModel = !ownFile;
     v.progress.hidden = true;
     v.form.hidden = false;
     v.view.hidden = false;
@@ -499,10 +501,12 @@ function build(root) {
   v.stopButton.addEventListener("click", () => live.stop());
   let repeatSeed = 0; // each click draws new tokens; the first draw is always the same
   v.repeatButton.addEventListener("click", () => {
-    state.ids = repeatedRandomTokens(REPEAT_LENGTH, repeatSeed++, live.info().vocab_size);
+    const info = live.info();
+    // SmolLM2 starts with <|endoftext|> (0), as Python's recipe; another model with its own start
+    const firstToken = pageModel ? 0 : info.bos_token_id;
+    state.ids = repeatedRandomTokens(REPEAT_LENGTH, repeatSeed++, { vocabSize: info.vocab_size, firstToken });
     state.idsSetDirectly = true;
-    state.layer = 18;
-    state.head = 6;
+    if (pageModel) [state.layer, state.head] = [18, 6]; // SmolLM2's induction head; elsewhere: Score every head
     state.query = REPEAT_LENGTH + 3; // the second copy's third token
     state.shade = "induction";
     v.shadeSelect.value = "induction";
