@@ -386,6 +386,24 @@ def _file_edits() -> list[tuple[str, str, Callable[[Layout], None], str]]:
             "the GGUF's qwen35.block_count is 5, but the file holds tensors of 6 block(s)",
         ),
         (
+            "qwen35 prediction block named with a non-ASCII digit",
+            "qwen35",
+            lambda la: (
+                la.set("qwen35.block_count", UINT32, 5),
+                la.set("qwen35.nextn_predict_layers", UINT32, 1),
+                la.add("blk.\u0664.nextn.eh_proj.weight", [64], 0, _f32([1.0] * 64)),
+            ),
+            "block 4 is a multi-token-prediction block; it lacks its tensor "
+            "'blk.4.nextn.eh_proj.weight'",
+        ),
+        (
+            "qwen35 ssm.conv_kernel 3, the convolution stored with 4",
+            "qwen35",
+            lambda la: la.set("qwen35.ssm.conv_kernel", UINT32, 3),
+            "the GGUF file's tensor 'blk.0.ssm_conv1d.weight' has shape (96, 4); the file's "
+            "qwen35.* keys imply (96, 3)",
+        ),
+        (
             "qwen35 rope.dimension_sections of floats",
             "qwen35",
             lambda la: la.set(

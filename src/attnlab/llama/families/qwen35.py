@@ -150,9 +150,9 @@ def state_dict(config: LlamaConfig, tensors: Mapping[str, Tensor]) -> dict[str, 
 
     def transform(row: dict[str, Any], tensor: Tensor) -> dict[str, Tensor]:
         names = row.get("transform", "")
-        if "unsqueeze(1)" in names and tensor.dim() != 2:  # the convolution, stored (C, K)
-            C = qk + _size(c.linear_num_value_heads) * Dv  # query, key and value channels
-            raise GGUFError(
+        C = qk + _size(c.linear_num_value_heads) * Dv  # query, key and value channels
+        if "unsqueeze(1)" in names and tuple(tensor.shape) != (C, c.linear_conv_kernel_dim):
+            raise GGUFError(  # the convolution, stored (C, K): its shape as stored
                 f"the GGUF file's tensor {row['name']!r} has shape {tuple(tensor.shape)}; "
                 f"the file's {c.architecture}.* keys imply {(C, c.linear_conv_kernel_dim)}"
             )
