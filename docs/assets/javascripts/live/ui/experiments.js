@@ -25,7 +25,7 @@ export const REPEAT_LENGTH = 10; // tokens in one copy of the induction experime
  * @param {number} length
  * @param {number} seed
  * @param {{vocabSize: number, firstToken: number}} options firstToken: the id before the
- *   copies (SmolLM2's <|endoftext|>, 0, as in Python; another model's start token)
+ *   copies (the page's model: 0, as in Python; another model: its start token)
  * @returns {number[]}
  */
 export function repeatedRandomTokens(length, seed, { vocabSize, firstToken }) {

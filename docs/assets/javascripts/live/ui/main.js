@@ -181,7 +181,7 @@ function build(root) {
   let scores = null;
   let running = null;
   let generating = false;
-  let pageModel = true; // the page's own SmolLM2, not a file the reader opened
+  let pageModel = true; // the page's own model, not a file the reader opened
   const sizeMiB = Math.round(live.modelBytes / MiB);
   /** @param {string} text */
   const setStatus = (text) => { v.status.textContent = text; };
@@ -502,11 +502,11 @@ function build(root) {
   let repeatSeed = 0; // each click draws new tokens; the first draw is always the same
   v.repeatButton.addEventListener("click", () => {
     const info = live.info();
-    // SmolLM2 starts with <|endoftext|> (0), as Python's recipe; another model with its own start
+    // the page's model starts with its end-of-text token 0, as Python's recipe; another with its start token
     const firstToken = pageModel ? 0 : info.bos_token_id;
     state.ids = repeatedRandomTokens(REPEAT_LENGTH, repeatSeed++, { vocabSize: info.vocab_size, firstToken });
     state.idsSetDirectly = true;
-    if (pageModel) [state.layer, state.head] = [18, 6]; // SmolLM2's induction head; elsewhere: Score every head
+    if (pageModel) [state.layer, state.head] = [18, 6]; // the page's model's induction head; elsewhere: Score every head
     state.query = REPEAT_LENGTH + 3; // the second copy's third token
     state.shade = "induction";
     v.shadeSelect.value = "induction";
