@@ -160,14 +160,20 @@ def benchmark_table(results: dict[str, Any]) -> str:
     forward: list[dict[str, Any]] = results["forward"]
     decode: list[dict[str, Any]] = results.get("decode", [])
     threads = results.get("threads")  # the page's kernel threads (threads.js), if recorded
+    # the kernels' name, without the one-thread page's "1 thread: why" (the table says both)
+    kernels = str(results["kernels"]).split(", 1 thread")[0]
 
     def more(ms: float, ratio: float) -> str:
         """A row's two more cells: the time on the threads, and its ratio to PyTorch's."""
         return f" {ms:.0f} ms | {ratio:.2f}× |" if threads else ""
 
     rows = [
-        "| | Chromium | PyTorch | Chromium ÷ PyTorch |"
-        + (f" Chromium, {threads} threads | ÷ PyTorch |" if threads else ""),
+        (
+            f"| | Chromium, one thread | PyTorch, one thread | ÷ PyTorch "
+            f"| Chromium, {threads} threads | ÷ PyTorch |"
+            if threads
+            else "| | Chromium | PyTorch | Chromium ÷ PyTorch |"
+        ),
         "|---|---:|---:|---:|" + ("---:|---:|" if threads else ""),
         f"| Load (from the browser's cache; `load_smollm2()`) "
         f"| {results['load_from_cache_ms']:.0f} ms | {results['torch_load_s']:.1f} s | |"
@@ -248,7 +254,7 @@ def benchmark_table(results: dict[str, Any]) -> str:
     ]
     rows += [
         "",
-        f"Wall-clock times ({results['browser']}, {results['kernels']}; a forward pass: the "
+        f"Wall-clock times ({results['browser']}, {kernels}; a forward pass: the "
         f"median of {results['repeats']} runs, taken in turns with PyTorch's; a new token: the "
         f"median of one run of {results.get('decode_tokens', 16)} tokens; load average "
         f"{results['machine']['load_average_1min']:.1f} "
