@@ -104,7 +104,7 @@ export function matrixCaption(kind, { heads, attentionHeads }) {
     ? "Its heads are its value heads: each keeps its own state, so each has its own matrix."
     : `This layer has ${heads} heads where the attention layers have ${attentionHeads}: a Gated DeltaNet ` +
       "layer's heads are its value heads, and each keeps its own state, so each has its own matrix.";
-  return `The head's implicit attention matrix: how much of each earlier token's value goes into the ` +
+  return `The head's implicit attention matrix: how much of each token's value (earlier ones and its own) goes into the ` +
     `query's output. ${layout} The values are signed and are not probabilities. Blue is positive, orange ` +
     "negative, no colour 0. The stronger the colour, the larger the value's size against the head's " +
     `largest absolute value (the shade grows as the square root of that ratio). ${rest} ${valueHeads}`;
