@@ -19,6 +19,7 @@ legend, with ``V`` the vocabulary; ``forward`` always returns a batch axis.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple, cast
 
@@ -40,6 +41,7 @@ from ..rotary import RotaryEmbedding
 from .blocks import BlockOutput, DecoderBlock, RMSNorm, SwiGLU
 from .config import LlamaConfig
 from .families import family
+from .families.description import describe
 from .families.llama import Rotaries
 from .generate import Sampling, check_attention_mask, generate_tokens, padding_mask
 
@@ -103,7 +105,9 @@ class LlamaModel(nn.Module):
                     f"family's kinds {chosen.LAYER_KINDS}; got {kind!r}"
                 )
         self.embed = nn.Embedding(config.vocab_size, config.d_model)
-        self.embed_scale: float | None = getattr(chosen, "embedding_scale", lambda c: None)(config)
+        # Gemma scales the embedding rows by sqrt(d_model) before layer 0 (as its description says)
+        scaled = describe(config.architecture)["embedding_scale"] is not None
+        self.embed_scale = math.sqrt(config.d_model) if scaled else None
         R = config.head_dim if config.rotary_dim is None else config.rotary_dim
         self.rotary = (  # rope_theta's, shared by the layers that use it
             RotaryEmbedding(R, config.rope_theta)

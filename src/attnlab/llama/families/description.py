@@ -115,7 +115,6 @@ def read_metadata(
     """
     arch = description["general.architecture"]
     values: dict[str, Any] = {}
-    keys: dict[str, str] = {}  # field -> the key it was read from, for messages
     for row in description["metadata"]:
         key = row["key"].replace("{arch}", arch)
         present = key in metadata
@@ -128,7 +127,7 @@ def read_metadata(
         elif "default" not in row:
             raise GGUFError(f"the GGUF file lacks the metadata key {key!r}")
         else:
-            value = _default(row["default"], values, tensors, metadata, key, keys)
+            value = _default(row["default"], values, tensors, metadata, key)
         allowed = row.get("allowed")
         if allowed is not None and value not in allowed:
             raise GGUFError(
@@ -138,9 +137,8 @@ def read_metadata(
         label = row.get("field") or row.get("name")
         if label:  # a value taken from an earlier field: named by that field's key
             earlier = None if present else row.get("default", {}).get("field")
-            source = key if earlier is None else keys[earlier]
+            source = key if earlier is None else values["key:" + earlier]
             values[label], values["key:" + label] = value, source
-            keys[label] = source
     return values
 
 
@@ -150,7 +148,6 @@ def _default(
     tensors: Mapping[str, Tensor],
     metadata: Mapping[str, Any],
     key: str,
-    keys: Mapping[str, str],
 ) -> Any:
     """A row's default: a value, an earlier field, a quotient of two, a tensor's rows."""
     if "value" in rule:
@@ -160,7 +157,7 @@ def _default(
     if "quotient" in rule:
         top, bottom = (values[name] for name in rule["quotient"])
         if top % bottom:
-            over, under = (keys[name] for name in rule["quotient"])
+            over, under = (values["key:" + name] for name in rule["quotient"])
             raise GGUFError(
                 f"the GGUF's {over} ({top}) must be a multiple of {under} ({bottom}) when "
                 f"the file states no {key}"
@@ -200,8 +197,8 @@ def rope_scaling(values: Mapping[str, Any]) -> RopeScaling | None:
     return YarnScaling(
         factor,
         int(values["scaling_original_length"]),
-        beta_fast=values["yarn_beta_fast"],
-        beta_slow=values["yarn_beta_slow"],
+        beta_fast=fast,
+        beta_slow=slow,
     )
 
 

@@ -12,7 +12,6 @@ the converter, which is what the plain RMSNorm multiplies by.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -29,7 +28,6 @@ __all__ = [
     "ARCHITECTURE",
     "LAYER_KINDS",
     "config_from_gguf",
-    "embedding_scale",
     "gemma3_layer_types",
     "layer_parts",
     "state_dict",
@@ -65,11 +63,6 @@ def config_from_gguf(metadata: Mapping[str, Any], tensors: Mapping[str, Tensor])
         layer_types=gemma3_layer_types(config.num_layers, config.sliding_window is not None),
         query_pre_attn_scalar=float(scalar),
     )
-
-
-def embedding_scale(config: LlamaConfig) -> float:
-    """``sqrt(d_model)``: Gemma's embedding rows are scaled by it before the first layer."""
-    return math.sqrt(config.d_model)
 
 
 def layer_parts(config: LlamaConfig, index: int, rotaries: Rotaries) -> LayerParts:

@@ -185,7 +185,8 @@ def read_config(
     rotary width (Llama: the whole head, else refused as llama.cpp refuses it; the
     others: at most the head, fewer = partial rotary). ``family`` sets further fields.
     """
-    values = read_metadata(describe(arch), metadata, tensors)
+    description = describe(arch)
+    values = read_metadata(description, metadata, tensors)
     key = {k.removeprefix("key:"): v for k, v in values.items() if k.startswith("key:")}
     fields = {f: values[f] for f in key if f in CONFIG_FIELDS}
     num_layers = fields["num_layers"]
@@ -203,7 +204,7 @@ def read_config(
         )
     fields["num_layers"] = num_layers - mtp
     for block in range(num_layers - mtp, num_layers):  # each MTP block: llama.cpp's tensors
-        for row in describe(arch).get("mtp_blocks", {}).get("required", []):
+        for row in description.get("mtp_blocks", {}).get("required", []):
             name = row.replace("{i}", str(block))
             if name not in tensors:
                 raise GGUFError(
@@ -224,7 +225,7 @@ def read_config(
             f"head width {D}; attnlab.llama reads equal widths"
         )
     R = fields["rotary_dim"]
-    if arch == ARCHITECTURE and R != D:
+    if description["rotary_rows"]["order"] == "neighbour_pairs" and R != D:  # llama.cpp's rule
         raise GGUFError(
             f"the GGUF's {key['rotary_dim']} ({R}) must equal the head width {D} "
             f"(llama.cpp refuses it too: invalid n_rot)"
